@@ -1,0 +1,20 @@
+"""The rule registry: an explicit, sorted table (no registration as a side effect of import).
+
+A test checks that every ``sitsNNN_*.py`` module in this folder is listed here.
+"""
+
+from sits_doctor.rules import (
+    sits201_value_rejected_by_parser,
+    sits202_max_model_len_exceeds_model,
+    sits204_removed_or_renamed_option,
+    sits205_yaml_false_dropped,
+)
+
+RULES = (
+    sits201_value_rejected_by_parser,
+    sits202_max_model_len_exceeds_model,
+    sits204_removed_or_renamed_option,
+    sits205_yaml_false_dropped,
+)
+
+BY_CODE = {m.RULE.code: m for m in RULES}

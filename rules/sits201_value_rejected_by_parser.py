@@ -1,0 +1,99 @@
+"""value-rejected-by-parser (SITS201)
+
+## What it does
+Reports values of the wrong type where the framework's config parser is strict, so the
+deployment fails to load: in ORT GenAI's `genai_config.json`, provider options must be JSON
+strings (`"enable_cuda_graph": "1"`, not `true`), integers must be integral numbers, booleans
+must be JSON booleans, `null` is never accepted for a known key, and enumerations
+(`graph_optimization_level`) must be spelled exactly.
+
+## Why it hurts
+ORT GenAI refuses the whole config at model load (`JSON Error: ... Expected a string but saw a
+bool`), after the model files were copied to the device. A value that looks reasonable to a
+person (`true`, `4096.5`, `"8"`) stops the service.
+
+## Example
+```json file=genai_config.json
+{"model": {"type": "llama", "context_length": 4096, "decoder": {"filename": "model.onnx",
+  "session_options": {"provider_options": [{"cuda": {"enable_cuda_graph": true}}]}}}}
+```
+Use instead:
+```json file=genai_config.json
+{"model": {"type": "llama", "context_length": 4096, "decoder": {"filename": "model.onnx",
+  "session_options": {"provider_options": [{"cuda": {"enable_cuda_graph": "1"}}]}}}}
+```
+
+## Fix
+Write the value with the type the parser expects (safe: the same meaning, spelled the way the
+parser reads it). No automatic fix yet.
+
+## How it is measured
+Not measured: a predicted load failure, from a JSON Schema of what the newest ORT GenAI parser
+accepts (sits_doctor/schemas/ortgenai.py).
+
+## Sources
+- microsoft/onnxruntime-genai `src/config.cpp`, `src/json.h` (@00a26d59): typed getters,
+  `SafeDoubleToInt`, provider options as strings; reproduced on the 0.18.0 wheel.
+- shared/research/trtllm-ortgenai-facts.md §5, §6 (provider option values must be strings).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from sits_doctor.finding import Finding, Severity
+from sits_doctor.plan import Plan, Provenance
+from sits_doctor.rule import Rule
+from sits_doctor.source import join_pointer
+
+RULE = Rule(
+    code="SITS201",
+    name="value-rejected-by-parser",
+    summary="value of a type the framework's strict config parser rejects: load failure",
+    severity=Severity.ERROR,
+    frameworks=("ortgenai",),
+)
+_JSON_TYPES = {bool: "bool", int: "number", float: "number", str: "string", type(None): "null", dict: "object", list: "array"}
+
+
+def check(plan: Plan, ctx) -> Iterator[Finding]:
+    from sits_doctor.schemas.ortgenai import validator
+
+    for error in validator().iter_errors(plan.doc.data):
+        if error.validator not in ("type", "enum"):
+            continue
+        pointer = ""
+        for p in error.absolute_path:
+            pointer = join_pointer(pointer, p)
+        name = str(error.absolute_path[-1]) if error.absolute_path else "value"
+        saw = _JSON_TYPES.get(type(error.instance), type(error.instance).__name__)
+        if error.validator == "enum":
+            message = f"{name} = {error.instance!r} is not one of {', '.join(error.validator_value)}"
+        else:
+            wanted = error.validator_value
+            wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
+            if wanted == "integer" and isinstance(error.instance, float):
+                message = f"{name} = {error.instance!r} is not an integer"
+            else:
+                message = f"{name}: expected a {wanted} but saw a {saw} ({_short(error.instance)})"
+        yield RULE.finding(
+            plan, Provenance.at(plan.doc, pointer),
+            f"{message}: ORT GenAI fails to load the config",
+            evidence=[f"target: {ctx.target}"],
+            fix_hint=_hint(error),
+        )
+
+
+def _short(value) -> str:
+    import json
+
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _hint(error) -> str | None:
+    if error.validator_value == "string" and isinstance(error.instance, (bool, int, float)):
+        if isinstance(error.instance, bool):
+            return f'write "{int(error.instance)}" (a string)'
+        return f'write "{error.instance}" (a string)'
+    return None

@@ -1,0 +1,117 @@
+"""max-model-len-exceeds-model (SITS202)
+
+## What it does
+Compares vLLM's `max_model_len` with the longest context vLLM derives from the served model's
+`config.json` (length keys, `model_max_length`, RoPE scaling factor, version by version) and
+reports a value above it: vLLM refuses to start with `ValueError: User-specified max_model_len
+(X) is greater than the derived max_model_len (...)`.
+
+## Why it hurts
+The failure comes after the image is pulled, the weights are downloaded and the GPUs are
+allocated: a crash loop in Kubernetes, minutes per attempt. Working around it with
+`VLLM_ALLOW_LONG_MAX_MODEL_LEN=1` starts the server, but vLLM itself warns that positions past
+the derived length give NaN (RoPE) or out-of-bounds reads (absolute position embeddings): the
+model answers garbage on long prompts instead of failing. This rule reports that case as a
+warning.
+
+## Example
+The model's config says 8192 positions:
+```json file=llama/config.json context
+{"architectures": ["LlamaForCausalLM"], "model_type": "llama", "max_position_embeddings": 8192,
+ "num_hidden_layers": 32, "hidden_size": 4096, "num_attention_heads": 32}
+```
+```yaml file=serve.yaml
+model: ./llama
+max-model-len: 32768
+```
+Use instead:
+```yaml file=serve.yaml
+model: ./llama
+max-model-len: 8192
+```
+
+## Fix
+Lower `max_model_len` to the derived value (unsafe: it changes the longest request served), or
+serve a model whose config declares a longer context (RoPE scaling through `hf_overrides`, only
+if the model was trained for it). No automatic fix.
+
+## How it is measured
+Not measured: a predicted startup failure. The derived length is computed offline from the
+model's `config.json` (found locally or in the Hugging Face cache; never downloaded). When the
+model cannot be found, the rule reports that as info and names what is missing.
+
+## Sources
+- vLLM `vllm/config/model.py` `_get_and_verify_max_len` (vllm/config.py before 0.10.2), read in
+  the source releases 0.6.6.post1 … 0.33.0: length keys, the `model_max_length` override, the
+  Gemma3 exemption (≥0.8), `rope_parameters` (≥0.12), YaRN exempt from scaling from 0.30.0 (up
+  to 0.29: `original_max_position_embeddings × factor`), the ValueError text (unchanged
+  0.8.5 → 0.33.0) and `VLLM_ALLOW_LONG_MAX_MODEL_LEN`.
+- shared/research/vllm-hf-facts.md §1, §1a (derivation), §8 (RoPE field names), §10.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from sits_doctor.finding import Finding, Severity
+from sits_doctor.plan import Plan
+from sits_doctor.rule import Rule
+from sits_doctor.vllm_limits import allow_long_max_model_len, derived_max_model_len
+
+RULE = Rule(
+    code="SITS202",
+    name="max-model-len-exceeds-model",
+    summary="vLLM max_model_len above what vLLM derives from the model config: startup ValueError",
+    severity=Severity.ERROR,
+    frameworks=("vllm",),
+)
+
+
+def check(plan: Plan, ctx) -> Iterator[Finding]:
+    setting = plan.get("max_model_len")
+    if setting is None or setting.templated:
+        return
+    requested = setting.value
+    if not isinstance(requested, int) or isinstance(requested, bool) or requested == -1:
+        return  # unset, "auto" or -1: vLLM derives it; non-numbers are another rule's business
+    if plan.model is None:
+        yield RULE.finding(
+            plan, setting,
+            f"cannot check max_model_len {requested} against the model: {plan.model_note}",
+            severity=Severity.INFO,
+        )
+        return
+    version = ctx.target.version
+    disable_sw = plan.value("disable_sliding_window") is True
+    derived = derived_max_model_len(plan.model, version, disable_sliding_window=disable_sw)
+    if requested <= derived.value:
+        return
+    if derived.model_max_length is not None and requested <= derived.model_max_length:
+        return
+    evidence = [*derived.steps, f"target: {ctx.target}"]
+    limit = int(derived.value)
+    vllm_message = (
+        f"User-specified max_model_len ({requested}) is greater than the derived max_model_len "
+        f"({derived.key}={derived.value} or model_max_length={derived.model_max_length} in model's "
+        "config.json)."
+    )
+    allowed = allow_long_max_model_len(plan.env)
+    if allowed is not None:
+        evidence.append(f"VLLM_ALLOW_LONG_MAX_MODEL_LEN={allowed.value} ({allowed.prov})")
+        yield RULE.finding(
+            plan, setting,
+            f"max_model_len {requested} exceeds the model's {limit} positions; "
+            "VLLM_ALLOW_LONG_MAX_MODEL_LEN lets vLLM start, but positions past "
+            f"{limit} give NaN (RoPE) or out-of-bounds reads (absolute positions)",
+            evidence=evidence,
+            fix_hint=f"set max_model_len to at most {limit} and drop VLLM_ALLOW_LONG_MAX_MODEL_LEN",
+            severity=Severity.WARNING,
+        )
+        return
+    yield RULE.finding(
+        plan, setting,
+        f"max_model_len {requested} exceeds the {limit} that vLLM {version} derives from the model; "
+        f"startup fails with ValueError: {vllm_message}",
+        evidence=evidence,
+        fix_hint=f"set max_model_len to at most {limit}",
+    )

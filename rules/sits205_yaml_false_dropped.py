@@ -1,0 +1,100 @@
+"""yaml-false-dropped (SITS205)
+
+## What it does
+Finds `key: false` in a `vllm serve --config` YAML file when the target vLLM is 0.27 or older.
+Those versions turn `true` into `--key` and silently drop `false` (no `--no-key` is passed), so
+the option keeps its default. When that default is on (prefix caching, chunked prefill), the
+setting you wrote does nothing.
+
+## Why it hurts
+`enable-prefix-caching: false` reads as "off" and the server runs with prefix caching on: a
+benchmark or an A/B test compares the wrong thing, and memory behaves unlike the config says.
+Nothing is logged.
+
+## Example
+```yaml file=serve.yaml
+model: meta-llama/Llama-3.1-8B-Instruct
+enable-prefix-caching: false
+```
+Use instead (vLLM ≤0.27: say it on the command line, which beats the file):
+```yaml file=serve.yaml
+model: meta-llama/Llama-3.1-8B-Instruct
+```
+and run `vllm serve --config serve.yaml --no-enable-prefix-caching`, or upgrade to vLLM ≥0.28,
+which turns `false` into `--no-key`.
+
+## Fix
+Move the setting to the command line as `--no-<key>` (0.8.5 and later accept `--no-` for every
+boolean engine option), or target vLLM ≥0.28. No automatic fix: a config file cannot express it.
+
+## How it is measured
+Not measured: the option's effective value is predicted from the version's config-file loader
+and the option's default. A `false` whose default is also off is harmless and not reported; one
+whose default is unknown for the target version is reported as info.
+
+## Sources
+- vLLM `load_config_file` (`vllm/utils/argparse_utils.py@0.33`; `vllm/utils.py` in older
+  releases): booleans become `--key` when true; `--no-key` for false only from 0.28
+  (shared/research/vllm-hf-facts.md §2).
+- Defaults: `enable_prefix_caching` on for generative models and `enable_chunked_prefill` on in
+  the V1 engine (default from 0.8; §1). `--no-` forms: BooleanOptionalAction for boolean config
+  fields from 0.8.5 (`vllm/engine/arg_utils.py`).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from sits_doctor.finding import Finding, Severity
+from sits_doctor.plan import Plan
+from sits_doctor.rule import Rule
+from sits_doctor.versions import V
+
+RULE = Rule(
+    code="SITS205",
+    name="yaml-false-dropped",
+    summary="vLLM ≤0.27 silently drops `key: false` from --config YAML; the default stays on",
+    severity=Severity.WARNING,
+    frameworks=("vllm",),
+)
+
+FIXED_IN = "0.28.0"
+# Options that are on by default (from the V1 engine, default in 0.8): a dropped false keeps them on.
+DEFAULT_ON = {"enable_prefix_caching": "0.8.0", "enable_chunked_prefill": "0.8.0"}
+# Options that are off by default in every version: a dropped false changes nothing.
+DEFAULT_OFF = frozenset(
+    """enforce_eager trust_remote_code disable_log_stats disable_log_requests enable_lora
+    calculate_kv_scales enable_auto_tool_choice disable_custom_all_reduce disable_sliding_window
+    enable_expert_parallel enable_sleep_mode skip_tokenizer_init enable_prompt_embeds
+    enable_log_requests async_scheduling enable_eplb""".split()
+)
+
+
+def check(plan: Plan, ctx) -> Iterator[Finding]:
+    if plan.kind != "vllm-yaml":
+        return
+    version = V(ctx.target.version)
+    if version >= V(FIXED_IN):
+        return
+    for key, setting in plan.settings.items():
+        if "." in key or setting.raw is not False or key in DEFAULT_OFF:
+            continue
+        on_since = DEFAULT_ON.get(key)
+        flag = f"--no-{key.replace('_', '-')}"
+        evidence = [f"target: {ctx.target}"]
+        if on_since is not None and version >= V(on_since):
+            yield RULE.finding(
+                plan, setting,
+                f"`{setting.raw_key}: false` is silently dropped by vLLM {ctx.target.version}: "
+                f"{key} stays on (its default)",
+                evidence=evidence,
+                fix_hint=f"pass {flag} on the command line, or upgrade to vLLM ≥{FIXED_IN}",
+            )
+        else:
+            yield RULE.finding(
+                plan, setting,
+                f"`{setting.raw_key}: false` is silently dropped by vLLM {ctx.target.version}: "
+                f"{key} keeps its default, whatever that is",
+                evidence=evidence, severity=Severity.INFO,
+                fix_hint=f"pass {flag} on the command line if the default is on, or upgrade to vLLM ≥{FIXED_IN}",
+            )

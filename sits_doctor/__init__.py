@@ -1,0 +1,19 @@
+"""sits-doctor: lint, measure and fix LLM inference deployment configs.
+
+The static check path (this package's import, the CLI, loaders, rules, reporters) never imports
+torch, transformers or triton.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "check", "CheckOptions", "Report"]
+
+
+def __getattr__(name: str):
+    if name in ("check", "CheckOptions", "Report"):
+        from sits_doctor import engine
+
+        return getattr(engine, name)
+    raise AttributeError(name)

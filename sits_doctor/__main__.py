@@ -1,0 +1,3 @@
+from sits_doctor.cli import main
+
+main()

@@ -1,0 +1,188 @@
+"""The check pipeline: paths → Plans → rules → a Report. The CLI and the Python API both call
+:func:`check`; reporters render the Report it returns."""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from sits_doctor.errors import InputError, Notice
+from sits_doctor.finding import Finding, Severity
+from sits_doctor.loaders import load_paths
+from sits_doctor.modelref import ModelResolver
+from sits_doctor.plan import Plan, Target
+from sits_doctor.settings import Settings, find_config, load_settings
+from sits_doctor.versions import parse_target, resolve
+
+
+@dataclass(frozen=True)
+class CheckOptions:
+    select: Sequence[str] | None = None
+    extend_select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
+    fail_on: Severity | None = None
+    targets: Sequence[str] = ()
+    model_config: str | None = None
+    gpu: str | None = None
+    config: str | None = None  # explicit settings file
+    isolated: bool = False  # ignore settings files
+    debug: bool = False
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a rule knows besides the Plan."""
+
+    target: Target
+    gpu: str | None = None
+
+
+@dataclass
+class PlanSummary:
+    label: str
+    framework: str
+    kind: str
+    file: str
+    target: str
+    model: str | None
+
+
+@dataclass
+class Report:
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+    internal_errors: list[str] = field(default_factory=list)
+    files_checked: list[str] = field(default_factory=list)
+    skipped: int = 0
+    plans: list[PlanSummary] = field(default_factory=list)
+    fail_on: Severity = Severity.WARNING
+
+    @property
+    def failing(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity.rank >= self.fail_on.rank]
+
+    def exit_code(self) -> int:
+        if self.internal_errors:
+            return 3
+        if self.errors:
+            return 2
+        return 1 if self.failing else 0
+
+
+def rule_modules():
+    from sits_doctor.rules import RULES
+
+    return RULES
+
+
+def matches(code: str, selectors: Sequence[str]) -> bool:
+    return any(s == "ALL" or code.startswith(s) for s in selectors)
+
+
+def check_selectors(selectors: Sequence[str], where: str) -> None:
+    codes = [m.RULE.code for m in rule_modules()]
+    for s in selectors:
+        if s != "ALL" and not any(c.startswith(s) for c in codes):
+            raise InputError(where, f"unknown rule selector {s!r} (see `sits-doctor rules`)")
+
+
+class _Selection:
+    """Which rules run for a file, from its settings and the command line."""
+
+    def __init__(self, settings: Settings, opts: CheckOptions):
+        select = list(opts.select) if opts.select else (settings.select or ["ALL"])
+        extend = list(settings.extend_select) + list(opts.extend_select)
+        ignore = list(settings.ignore) + list(opts.ignore)
+        self.settings = settings
+        self.codes = {
+            m.RULE.code for m in rule_modules()
+            if matches(m.RULE.code, select + extend) and not matches(m.RULE.code, ignore)
+        }
+
+
+def check(paths: Sequence[str | Path], options: CheckOptions | None = None) -> Report:
+    """Check config files and folders; the Python API behind ``sits-doctor check``."""
+    opts = options or CheckOptions()
+    report = Report()
+    try:
+        base_settings = _base_settings(paths, opts)
+        for selectors, where in ((opts.select or (), "--select"), (opts.ignore, "--ignore"), (opts.extend_select, "--extend-select")):
+            check_selectors(selectors, where)
+        requested = dict(parse_target(t) for t in opts.targets)
+    except (InputError, ValueError) as err:
+        report.errors.append(err if isinstance(err, InputError) else InputError("<arguments>", str(err)))
+        return report
+    report.fail_on = opts.fail_on or base_settings.fail_on or Severity.WARNING
+
+    loaded = load_paths(paths)
+    report.errors += loaded.errors
+    report.notices += loaded.notices
+    report.files_checked = loaded.files_checked
+    report.skipped = loaded.skipped
+
+    resolver = ModelResolver(opts.model_config or base_settings.model_config_path)
+    selections: dict[str, _Selection] = {}
+    for plan in loaded.plans:
+        try:
+            selection = _selection_for(plan.file, opts, base_settings, selections)
+            file_targets = dict(parse_target(t) for t in selection.settings.target)
+        except (InputError, ValueError) as err:
+            report.errors.append(err if isinstance(err, InputError) else InputError(plan.file, str(err)))
+            continue
+        plan = _prepare(plan, {**file_targets, **requested}, resolver, report)
+        report.plans.append(
+            PlanSummary(plan.label, plan.framework, plan.kind, plan.file, str(plan.target),
+                        plan.model.path if plan.model else plan.model_note)
+        )
+        ctx = Context(target=plan.target, gpu=opts.gpu)
+        ignored = selection.settings.ignored_for(plan.file)
+        for module in rule_modules():
+            rule = module.RULE
+            if rule.code not in selection.codes or plan.framework not in rule.frameworks:
+                continue
+            if matches(rule.code, sorted(ignored)):
+                continue
+            try:
+                report.findings.extend(module.check(plan, ctx))
+            except Exception as exc:  # a rule bug must not hide other results
+                detail = traceback.format_exc() if opts.debug else repr(exc)
+                report.internal_errors.append(f"{rule.code} crashed on {plan.label}: {detail}")
+    report.findings = sorted(set(report.findings), key=Finding.sort_key)
+    return report
+
+
+def _base_settings(paths: Sequence[str | Path], opts: CheckOptions) -> Settings:
+    if opts.isolated:
+        return Settings()
+    if opts.config:
+        return load_settings(Path(opts.config))
+    found = find_config(Path(paths[0]) if paths else Path.cwd())
+    return load_settings(found) if found else Settings()
+
+
+def _selection_for(file: str, opts: CheckOptions, base: Settings, cache: dict[str, _Selection]) -> _Selection:
+    if opts.isolated or opts.config:
+        settings = base
+    else:
+        found = find_config(Path(file))
+        settings = load_settings(found) if found else Settings()
+    key = settings.source or ""
+    if key not in cache:
+        cache[key] = _Selection(settings, opts)
+    return cache[key]
+
+
+def _prepare(plan: Plan, requested: dict[str, str], resolver: ModelResolver, report: Report) -> Plan:
+    """Fill in the target version and the model's facts."""
+    update: dict = {"target": resolve(plan, requested)}
+    if plan.framework in ("vllm", "trtllm") and plan.model is None:
+        try:
+            model, note = resolver.resolve(plan)
+        except InputError as err:
+            report.errors.append(err)
+            model, note = None, err.message
+        update.update(model=model, model_note=note)
+    return plan.model_copy(update=update)

@@ -1,0 +1,197 @@
+"""From paths to Plans: walk directories, read files safely, sniff each document by content and
+hand it to the loader for its framework.
+
+A file is recognized by what it holds, never by its name: a ``config.json`` is an HF model
+config, a TensorRT-LLM engine config or an ORT GenAI config depending on its keys; a YAML file is
+a vLLM ``--config`` file, a TensorRT-LLM LLM-API file, a Kubernetes manifest, a compose file or
+production-stack Helm values. While walking a directory, files that hold none of these are
+skipped and counted; a file named explicitly that holds none of them is an input error.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from sits_doctor.errors import InputError, Notice
+from sits_doctor.loaders import compose, helm, hf, kubernetes, ortgenai, trtllm, vllm
+from sits_doctor.plan import Plan
+from sits_doctor.source import SourceDoc, parse_json, read_text
+from sits_doctor.source_yaml import parse_yaml
+
+CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml"})
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
+# Files that sit beside model configs but are never deployment configs: not even opened.
+NEVER_CONFIG = frozenset(
+    """tokenizer.json tokenizer_config.json special_tokens_map.json vocab.json added_tokens.json
+    preprocessor_config.json processor_config.json chat_template.json
+    model.safetensors.index.json pytorch_model.bin.index.json""".split()
+)
+EXPECTED = (
+    "a Hugging Face config.json, a vLLM serve --config YAML, a Kubernetes/compose/Helm file "
+    "running vLLM, a TensorRT-LLM engine config or LLM-API YAML, or an ORT GenAI genai_config.json"
+)
+
+
+@dataclass
+class LoadResult:
+    plans: list[Plan] = field(default_factory=list)
+    errors: list[InputError] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+    files_checked: list[str] = field(default_factory=list)
+    skipped: int = 0
+
+
+def display_path(path: Path) -> str:
+    """The path as the user will read it: relative to the working directory when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def load_paths(paths: Sequence[str | Path]) -> LoadResult:
+    result = LoadResult()
+    seen: set[Path] = set()
+    consumed: set[Path] = set()
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            for file in _walk(path, result):
+                _load(file, False, result, seen, consumed)
+        elif path.exists():
+            _load(path, True, result, seen, consumed)
+        else:
+            result.errors.append(InputError(str(given), "no such file or directory"))
+    return result
+
+
+def _walk(root: Path, result: LoadResult) -> Iterable[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            p = Path(dirpath, name)
+            if p.suffix.lower() in CONFIG_SUFFIXES and name not in NEVER_CONFIG:
+                yield p
+            else:
+                result.skipped += 1
+
+
+def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consumed: set[Path]) -> None:
+    key = path.resolve()
+    if key in seen or (not explicit and key in consumed):
+        return
+    seen.add(key)
+    display = display_path(path)
+    try:
+        docs = read_docs(path, display)
+    except InputError as err:
+        if explicit or not _tolerable_in_walk(path, err):
+            result.errors.append(err)
+        else:
+            result.skipped += 1
+            result.notices.append(Notice(display, f"skipped: {err.message}", err.line, err.col))
+        return
+    plans: list[Plan] = []
+    try:
+        for doc in docs:
+            plans += _plans_of(doc, path, consumed, result)
+    except InputError as err:
+        result.errors.append(err)
+        return
+    if not plans:
+        if explicit:
+            what = _why_unrecognized(docs)
+            result.errors.append(InputError(display, f"not a recognized config{what}; expected {EXPECTED}"))
+        else:
+            result.skipped += 1
+        return
+    result.files_checked.append(display)
+    result.plans += plans
+    templated = sum(len(d.templated) for d in docs)
+    if templated:
+        result.notices.append(
+            Notice(display, f"{templated} value(s) come from Helm {{{{ }}}} templates and were not checked")
+        )
+
+
+def read_docs(path: Path, display: str) -> list[SourceDoc]:
+    """Read and parse a file into its documents (JSON: one; YAML: one per ``---``)."""
+    text = read_text(path, display)
+    if not text.strip():
+        raise InputError(display, "empty file")
+    suffix = path.suffix.lower()
+    is_json = suffix == ".json" or (suffix not in (".yaml", ".yml") and text.lstrip().startswith(("{", "[")))
+    if is_json:
+        return [parse_json(text, display)]
+    return parse_yaml(text, display)
+
+
+def _tolerable_in_walk(path: Path, err: InputError) -> bool:
+    """Problems that only mean "not a config" when met while walking a directory."""
+    if "over the" in err.message and "limit" in err.message:
+        return True
+    try:
+        return "{{" in path.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResult) -> list[Plan]:
+    data = doc.data
+    if doc.fmt == "json":
+        if trtllm.is_engine_config(data):
+            return [trtllm.plan_from_engine(doc)]
+        if ortgenai.is_genai_config(data):
+            return [ortgenai.plan_from_config(doc)]
+        if hf.is_model_config(data):
+            return [hf.plan_from_config(doc, _sidecars(path, consumed, result))]
+        if hf.is_generation_config(data):
+            return [hf.plan_from_sidecar(doc, "hf-generation-config")]
+        if hf.is_quant_config(data):
+            return [hf.plan_from_sidecar(doc, "hf-quant-config")]
+        return []
+    if kubernetes.is_kubernetes(data):
+        return kubernetes.plans(doc)
+    if compose.is_compose(data):
+        return compose.plans(doc)
+    if helm.is_helm_values(data):
+        return helm.plans(doc)
+    if trtllm.is_llmapi_yaml(data):
+        return [trtllm.plan_from_llmapi(doc)]
+    if vllm.is_vllm_yaml(data):
+        return [vllm.plan_from_config_yaml(doc)]
+    return []
+
+
+def _sidecars(config_path: Path, consumed: set[Path], result: LoadResult) -> dict[str, SourceDoc]:
+    out: dict[str, SourceDoc] = {}
+    for name in hf.SIDECARS:
+        side = config_path.with_name(name)
+        if not side.is_file():
+            continue
+        consumed.add(side.resolve())
+        try:
+            (doc,) = read_docs(side, display_path(side))
+        except InputError as err:
+            result.errors.append(err)
+            continue
+        except ValueError:
+            continue
+        out[name] = doc
+    return out
+
+
+def _why_unrecognized(docs: list[SourceDoc]) -> str:
+    if all(isinstance(d.data, dict) and not d.data for d in docs):
+        return " (it is empty)"
+    if any(kubernetes.is_kubernetes(d.data) for d in docs):
+        return " (a Kubernetes manifest, but no container runs vLLM)"
+    if any(compose.is_compose(d.data) for d in docs):
+        return " (a compose file, but no service runs vLLM)"
+    return ""

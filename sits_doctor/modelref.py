@@ -1,0 +1,88 @@
+"""Finding a served model's config.json offline: never downloads.
+
+A serve config names a model (``meta-llama/Llama-3.1-8B-Instruct`` or a path). It is resolved
+from ``--model-config PATH``, then a local path (relative to the config file, then to the working
+directory), then the local Hugging Face cache through huggingface_hub's cache API. vLLM's
+``hf_overrides`` are applied on top, each overridden key pointing at the override.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sits_doctor.errors import InputError
+from sits_doctor.plan import ModelFacts, Plan, Setting
+
+
+class ModelResolver:
+    def __init__(self, model_config: str | None = None):
+        self.model_config = model_config
+        self._cache: dict[Path, ModelFacts] = {}
+
+    def resolve(self, plan: Plan) -> tuple[ModelFacts | None, str | None]:
+        """The model's facts, or None and a sentence saying why not."""
+        if plan.model is not None:
+            return plan.model, None
+        if self.model_config:
+            path = Path(self.model_config)
+            return self._load(path / "config.json" if path.is_dir() else path), None
+        ref = plan.model_ref
+        if ref is None:
+            return None, "the config names no model"
+        if ref.templated:
+            return None, f"the model name comes from a template or variable ({ref.raw})"
+        name = str(ref.value)
+        for base in (Path(plan.file).parent, Path.cwd()):
+            candidate = (base / name).expanduser()
+            if candidate.is_dir() and (candidate / "config.json").is_file():
+                return self._with_overrides(self._load(candidate / "config.json"), plan), None
+            if candidate.is_file() and candidate.suffix == ".json":
+                return self._with_overrides(self._load(candidate), plan), None
+        cached = _from_hf_cache(name, plan.value("revision"))
+        if cached is not None:
+            return self._with_overrides(self._load(cached), plan), None
+        return None, (
+            f"model {name!r} is not a local path and its config.json is not in the local Hugging Face "
+            "cache; pass --model-config PATH (nothing is downloaded)"
+        )
+
+    def _load(self, path: Path) -> ModelFacts:
+        from sits_doctor.loaders import _sidecars, display_path, read_docs
+        from sits_doctor.loaders import LoadResult
+        from sits_doctor.loaders.hf import model_facts
+
+        key = path.resolve()
+        if key not in self._cache:
+            if not path.is_file():
+                raise InputError(str(path), "model config not found")
+            (doc,) = read_docs(path, display_path(path))
+            if not isinstance(doc.data, dict):
+                raise InputError(doc.path, "model config is not a JSON object")
+            self._cache[key] = model_facts(doc, _sidecars(path, set(), LoadResult()))
+        return self._cache[key]
+
+    @staticmethod
+    def _with_overrides(facts: ModelFacts, plan: Plan) -> ModelFacts:
+        overrides = plan.get("hf_overrides")
+        if overrides is None or not isinstance(overrides.value, dict):
+            return facts
+        found: dict[str, Setting] = {}
+        for key, value in overrides.value.items():
+            sub = plan.get(f"hf_overrides.{key}") or overrides
+            found[key] = sub.model_copy(update={"key": key, "value": value, "raw": value})
+        return facts.model_copy(update={"overrides": {**facts.overrides, **found}})
+
+
+def _from_hf_cache(repo_id: str, revision: Any) -> Path | None:
+    if repo_id.count("/") != 1 or repo_id.startswith((".", "/", "~")):
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - a base dependency
+        return None
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json", revision=revision if isinstance(revision, str) else None)
+    except Exception:  # invalid repo id and the like: the model is simply not resolvable
+        return None
+    return Path(found) if isinstance(found, str) else None

@@ -1,0 +1,71 @@
+"""ruff-style text: ``path:line:col: CODE [severity] message``, evidence, then the fix hint."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from sits_doctor.engine import Report
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def render(report: Report, *, color: bool = False, quiet: bool = False, statistics: bool = False) -> str:
+    lines: list[str] = []
+    for f in report.findings:
+        lines.append(f.render())
+        if not quiet:
+            lines += [f"  = {e}" for e in f.evidence]
+            if f.fix_hint:
+                lines.append(f"  help: {f.fix_hint}")
+    if statistics:
+        counts = Counter((f.code, f.name) for f in report.findings)
+        lines += [f"{n:>5}  {code}  {name}" for (code, name), n in sorted(counts.items())]
+    if not quiet:
+        lines.append(summary(report))
+    text = "\n".join(lines)
+    return _colorize(text) if color else text
+
+
+def diagnostics(report: Report, quiet: bool = False) -> str:
+    """Input errors, internal errors and notices: for stderr."""
+    lines = [str(e) for e in report.errors]
+    lines += [f"internal error: {e}\n  please report this at the sits-doctor issue tracker" for e in report.internal_errors]
+    if not quiet:
+        lines += [str(n) for n in report.notices]
+    return "\n".join(lines)
+
+
+def summary(report: Report) -> str:
+    by = Counter(f.severity.value for f in report.findings)
+    parts = [f"{by[s]} {s}" for s in ("error", "warning", "info") if by[s]]
+    found = f"Found {len(report.findings)} finding(s)" + (f" ({', '.join(parts)})" if parts else "")
+    files = f"in {len(report.files_checked)} file(s)"
+    skipped = f"; {report.skipped} file(s) skipped as not a recognized config" if report.skipped else ""
+    errors = f"; {len(report.errors)} file(s) or argument(s) could not be used" if report.errors else ""
+    targets = sorted({p.target for p in report.plans})
+    target_line = "".join(f"\ntarget: {t}" for t in targets)
+    return f"{found} {files}{skipped}{errors}.{target_line}"
+
+
+def _colorize(text: str) -> str:
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.text import Text
+
+    buf = StringIO()
+    console = Console(file=buf, force_terminal=True, color_system="standard", width=10_000, highlight=False)
+    for line in text.split("\n"):
+        t = Text(line)
+        for sev, style in _STYLE.items():
+            tag = f"[{sev}]"
+            i = line.find(tag)
+            if i >= 0 and not line.startswith(" "):
+                t.stylize(style, i, i + len(tag))
+                head = line.find(": SITS")
+                if head >= 0:
+                    t.stylize("bold", 0, head)
+        if line.startswith("  help:"):
+            t.stylize("green", 2, 7)
+        console.print(t)
+    return buf.getvalue().rstrip("\n")

@@ -1,0 +1,55 @@
+"""Rule metadata, and the one way rules make findings."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Iterable
+
+from sits_doctor.finding import Finding, Location, Severity
+from sits_doctor.plan import Plan, Provenance, Setting
+
+DOC_SECTIONS = ("What it does", "Why it hurts", "Example", "Fix", "How it is measured", "Sources")
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str  # SITS202
+    name: str  # kebab-case: max-model-len-exceeds-model
+    summary: str  # one line, shown by `sits-doctor rules`
+    severity: Severity  # default severity of its findings
+    frameworks: tuple[str, ...]
+
+    def finding(
+        self,
+        plan: Plan,
+        at: Setting | Provenance | None,
+        message: str,
+        *,
+        evidence: Iterable[str] = (),
+        fix_hint: str | None = None,
+        severity: Severity | None = None,
+    ) -> Finding:
+        """A finding at a setting (its file position), or at the plan's anchor when the value
+        is a default, a derivation, or missing."""
+        prov = at.prov if isinstance(at, Setting) else at
+        if prov is None or prov.kind != "file" or prov.file is None:
+            prov = plan.anchor
+        return Finding(
+            code=self.code,
+            name=self.name,
+            severity=severity or self.severity,
+            message=message,
+            location=Location(file=prov.file or plan.file, line=prov.line, col=prov.col, pointer=prov.pointer, doc=prov.doc),
+            plan=plan.label,
+            evidence=tuple(evidence),
+            fix_hint=fix_hint,
+        )
+
+
+def doc_sections(module: ModuleType) -> dict[str, str]:
+    """The ``## Heading`` sections of a rule module's docstring."""
+    text = module.__doc__ or ""
+    parts = re.split(r"^## +(.+?)\s*$", text, flags=re.MULTILINE)
+    return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}

@@ -1,0 +1,92 @@
+"""Project settings: ``.sits-doctor.toml`` or ``[tool.sits-doctor]`` in ``pyproject.toml``.
+
+Like ruff, the closest config file above each checked file wins (no merging); command-line
+options override it. Keys (kebab-case): ``select``, ``extend-select``, ``ignore``, ``fail-on``,
+``target`` (list of ``NAME==VERSION``), ``per-file-ignores`` (glob → codes, globs relative to the
+config file's folder), ``model-config``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from sits_doctor.errors import InputError
+from sits_doctor.finding import Severity
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+CONFIG_NAMES = (".sits-doctor.toml", "pyproject.toml")
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=lambda s: s.replace("_", "-"))
+
+    select: list[str] | None = None
+    extend_select: list[str] = Field(default_factory=list)
+    ignore: list[str] = Field(default_factory=list)
+    fail_on: Severity | None = None
+    target: list[str] = Field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = Field(default_factory=dict)
+    model_config_path: str | None = Field(default=None, alias="model-config")
+    root: Path | None = Field(default=None, exclude=True)  # folder of the config file
+    source: str | None = Field(default=None, exclude=True)  # the config file itself
+
+    def ignored_for(self, file: str) -> set[str]:
+        """Codes/prefixes ignored for ``file`` by ``per-file-ignores``."""
+        if not self.per_file_ignores:
+            return set()
+        path = Path(file).resolve()
+        try:
+            rel = path.relative_to(self.root.resolve()).as_posix() if self.root else path.as_posix()
+        except ValueError:
+            rel = path.as_posix()
+        out: set[str] = set()
+        for pattern, codes in self.per_file_ignores.items():
+            if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(path.name, pattern):
+                out.update(codes)
+        return out
+
+
+def find_config(start: Path) -> Path | None:
+    """The closest ``.sits-doctor.toml`` or ``pyproject.toml`` with ``[tool.sits-doctor]``."""
+    folder = start if start.is_dir() else start.parent
+    return _find_in(folder.resolve())
+
+
+@lru_cache(maxsize=None)
+def _find_in(folder: Path) -> Path | None:
+    for name in CONFIG_NAMES:
+        candidate = folder / name
+        if candidate.is_file():
+            if name == "pyproject.toml" and b"[tool.sits-doctor" not in candidate.read_bytes():
+                continue
+            return candidate
+    return None if folder.parent == folder else _find_in(folder.parent)
+
+
+@lru_cache(maxsize=None)
+def load_settings(path: Path) -> Settings:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(str(path), f"cannot read settings: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(str(path), f"invalid TOML: {exc}") from None
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("sits-doctor", {})
+    try:
+        settings = Settings.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
+        )
+        raise InputError(str(path), f"invalid sits-doctor settings: {problems}") from None
+    return settings.model_copy(update={"root": path.parent, "source": str(path)})

@@ -1,0 +1,216 @@
+"""Reading config files safely into positioned documents.
+
+A :class:`SourceDoc` is one parsed JSON or YAML document plus a table from JSON Pointer to the
+line and column of the key and of the value, so that every finding can point at the exact spot.
+Reading refuses what a config never is (binary, non-UTF-8, oversized, merge-conflicted) with an
+:class:`InputError` that names the line and column.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from sits_doctor.errors import InputError
+
+MAX_FILE_BYTES = 10 * 1024 * 1024
+MAX_DEPTH = 100
+MAX_NODES = 200_000
+
+_CONFLICT = re.compile(r"^(<<<<<<<|=======|>>>>>>>)( |$)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Pos:
+    """1-based line/column of a key (if any) and of its value."""
+
+    line: int
+    col: int
+    key_line: int | None = None
+    key_col: int | None = None
+
+
+@dataclass
+class SourceDoc:
+    """One document of one file: its data (plain dicts/lists/scalars) and positions by pointer."""
+
+    path: str
+    fmt: str  # "json" | "yaml"
+    data: Any
+    positions: dict[str, Pos]
+    text: str
+    index: int = 0  # document number in a multi-document YAML file
+    templated: set[str] = field(default_factory=set)  # pointers whose value came from {{ }}
+
+    @cached_property
+    def lines(self) -> "LineIndex":
+        return LineIndex(self.text)
+
+    def pos(self, pointer: str) -> Pos:
+        """Position of the value at ``pointer``, or of the nearest ancestor that exists."""
+        p = pointer
+        while True:
+            if p in self.positions:
+                return self.positions[p]
+            if not p:
+                return Pos(1, 1)
+            p = p.rsplit("/", 1)[0]
+
+
+def escape_token(token: str | int) -> str:
+    return str(token).replace("~", "~0").replace("/", "~1")
+
+
+def join_pointer(base: str, token: str | int) -> str:
+    return f"{base}/{escape_token(token)}"
+
+
+class LineIndex:
+    """Offset ↔ (line, col) conversion, both 1-based."""
+
+    def __init__(self, text: str):
+        self.starts = [0] + [m.end() for m in re.finditer("\n", text)]
+
+    def linecol(self, offset: int) -> tuple[int, int]:
+        i = bisect.bisect_right(self.starts, offset) - 1
+        return i + 1, offset - self.starts[i] + 1
+
+    def offset(self, line: int, col: int) -> int:
+        return self.starts[line - 1] + col - 1
+
+
+def read_text(path: Path, display: str) -> str:
+    """Read a file as UTF-8 text, refusing binary, oversized, non-UTF-8 and conflicted files."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
+    if size > MAX_FILE_BYTES:
+        raise InputError(
+            display,
+            f"file is {size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB limit for a "
+            "config file; is this really a config?",
+        )
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
+    if b"\x00" in raw[:8192]:
+        raise InputError(display, "binary file (contains NUL bytes), not a text config")
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        prefix = raw[: exc.start].decode("utf-8", errors="replace")
+        line, col = LineIndex(prefix).linecol(len(prefix))
+        raise InputError(
+            display, f"not valid UTF-8 (byte 0x{raw[exc.start]:02x})", line, col
+        ) from None
+    m = _CONFLICT.search(text)
+    if m:
+        line, _ = LineIndex(text).linecol(m.start())
+        raise InputError(display, f"unresolved git merge-conflict marker '{m.group(1)}'", line, 1)
+    return text
+
+
+def parse_json(text: str, display: str) -> SourceDoc:
+    """Parse JSON, with positions for every pointer; duplicate keys and deep nesting are errors."""
+    _check_json_depth(text, display)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(display, f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
+    except RecursionError:
+        raise InputError(display, f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    positions = _JsonIndexer(text, display).run()
+    return SourceDoc(display, "json", data, positions, text)
+
+
+def _check_json_depth(text: str, display: str) -> None:
+    depth = 0
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
+        c = m.group()
+        if c in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line, col = LineIndex(text).linecol(m.start())
+                raise InputError(display, f"nested deeper than {MAX_DEPTH} levels", line, col)
+        elif c in "]}":
+            depth -= 1
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+
+
+class _JsonIndexer:
+    """Walks JSON text that ``json.loads`` already accepted, recording where each value sits."""
+
+    def __init__(self, text: str, display: str):
+        self.text = text
+        self.display = display
+        self.lines = LineIndex(text)
+        self.positions: dict[str, Pos] = {}
+
+    def run(self) -> dict[str, Pos]:
+        i = _WS.match(self.text, 0).end()
+        self._value(i, "", None)
+        return self.positions
+
+    def _skip(self, i: int) -> int:
+        return _WS.match(self.text, i).end()
+
+    def _value(self, i: int, pointer: str, key_at: int | None) -> int:
+        line, col = self.lines.linecol(i)
+        if key_at is None:
+            self.positions[pointer] = Pos(line, col)
+        else:
+            kl, kc = self.lines.linecol(key_at)
+            self.positions[pointer] = Pos(line, col, kl, kc)
+        c = self.text[i]
+        if c == "{":
+            return self._object(i + 1, pointer)
+        if c == "[":
+            return self._array(i + 1, pointer)
+        if c == '"':
+            return json.decoder.scanstring(self.text, i + 1)[1]
+        for word in ("true", "false", "null", "NaN", "Infinity", "-Infinity"):
+            if self.text.startswith(word, i):
+                return i + len(word)
+        return _NUMBER.match(self.text, i).end()
+
+    def _object(self, i: int, pointer: str) -> int:
+        seen: set[str] = set()
+        i = self._skip(i)
+        if self.text[i] == "}":
+            return i + 1
+        while True:
+            key_at = i
+            key, i = json.decoder.scanstring(self.text, i + 1)
+            if key in seen:
+                line, col = self.lines.linecol(key_at)
+                raise InputError(self.display, f"duplicate key {key!r}", line, col)
+            seen.add(key)
+            i = self._skip(self._skip(i) + 1)  # past ':'
+            i = self._skip(self._value(i, join_pointer(pointer, key), key_at))
+            if self.text[i] == "}":
+                return i + 1
+            i = self._skip(i + 1)  # past ','
+
+    def _array(self, i: int, pointer: str) -> int:
+        i = self._skip(i)
+        if self.text[i] == "]":
+            return i + 1
+        n = 0
+        while True:
+            i = self._skip(self._value(i, join_pointer(pointer, n), None))
+            n += 1
+            if self.text[i] == "]":
+                return i + 1
+            i = self._skip(i + 1)

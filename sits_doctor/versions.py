@@ -1,0 +1,86 @@
+"""Which framework version a rule judges against, and where that choice came from.
+
+Order (DESIGN.md "Versions"): ``--target vllm==0.11`` (or ``target`` in the config file), then
+the version a file states (a container image tag, a TensorRT-LLM engine's ``version``), then the
+installed package, then the newest version the rules know.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import metadata
+
+from packaging.version import InvalidVersion, Version
+
+from sits_doctor.plan import Framework, Plan, Target
+
+# Newest releases the research in shared/research/ covers (vllm-hf-facts.md, trtllm-ortgenai-facts.md).
+NEWEST_KNOWN: dict[str, str] = {"vllm": "0.33.0", "trtllm": "1.2.0", "ortgenai": "0.18.0", "hf": "5.24.0"}
+PACKAGES: dict[str, str] = {"vllm": "vllm", "trtllm": "tensorrt_llm", "ortgenai": "onnxruntime-genai", "hf": "transformers"}
+ALIASES: dict[str, str] = {
+    "vllm": "vllm",
+    "trtllm": "trtllm", "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm",
+    "ortgenai": "ortgenai", "onnxruntime-genai": "ortgenai", "onnxruntime_genai": "ortgenai", "ort-genai": "ortgenai",
+    "transformers": "hf", "hf": "hf",
+}
+_TAG = re.compile(r"^v?(\d+\.\d+(?:\.\d+)*(?:\.post\d+|rc\d+)?)")
+
+
+def V(text: str) -> Version:
+    return Version(text)
+
+
+def parse_target(spec: str) -> tuple[str, str]:
+    """``vllm==0.11`` → (``vllm``, ``0.11``); raises ValueError with a readable message."""
+    name, sep, version = spec.partition("==")
+    framework = ALIASES.get(name.strip().lower())
+    if not sep or framework is None:
+        known = ", ".join(sorted(set(ALIASES)))
+        raise ValueError(f"--target {spec!r}: expected NAME==VERSION with NAME one of {known}")
+    try:
+        Version(version.strip())
+    except InvalidVersion:
+        raise ValueError(f"--target {spec!r}: {version!r} is not a version") from None
+    return framework, version.strip()
+
+
+def version_from_image(image: str) -> tuple[str, str] | None:
+    """(framework, version) from an image reference like ``vllm/vllm-openai:v0.8.5``."""
+    ref = image.split("@", 1)[0]
+    name, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
+    last = name.rsplit("/", 1)[-1]
+    m = _TAG.match(tag)
+    if not m:
+        return None
+    if "vllm" in last:
+        return "vllm", m.group(1)
+    if "tensorrt-llm" in name or "tensorrt_llm" in name or "trtllm" in last:
+        return "trtllm", m.group(1)
+    return None
+
+
+@lru_cache(maxsize=None)
+def installed(framework: str) -> str | None:
+    try:
+        return metadata.version(PACKAGES[framework])
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def resolve(plan: Plan, requested: dict[str, str]) -> Target:
+    framework: Framework = plan.framework
+    if framework in requested:
+        return Target(framework=framework, version=requested[framework], source="--target")
+    if plan.image is not None and not plan.image.templated:
+        found = version_from_image(str(plan.image.value))
+        if found and found[0] == framework:
+            return Target(framework=framework, version=found[1], source=f"image {plan.image.value} ({plan.image.prov})")
+    if plan.kind == "trtllm-engine":
+        stated = plan.value("version")
+        if isinstance(stated, str) and _TAG.match(stated):
+            return Target(framework=framework, version=_TAG.match(stated).group(1), source=f"engine config version ({plan.get('version').prov})")
+    found_installed = installed(framework)
+    if found_installed:
+        return Target(framework=framework, version=found_installed, source="installed package")
+    return Target(framework=framework, version=NEWEST_KNOWN[framework], source="newest version the rules know")

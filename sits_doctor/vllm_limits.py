@@ -1,0 +1,122 @@
+"""What vLLM derives from a model config, version by version.
+
+``derived_max_model_len`` mirrors ``_get_and_verify_max_len`` (vllm/config/model.py; vllm/config.py
+before 0.10.2), read in the vLLM source releases 0.6.6.post1 … 0.33.0:
+
+1. the smallest of the length keys present in the text config; a truthy ``model_max_length``
+   then overrides it (Command-R style);
+2. ``--disable-sliding-window`` lowers it to ``sliding_window``;
+3. RoPE: unless ``"gemma3"`` is in ``model_type`` (≥0.8), each rope-parameter set whose type is
+   not exempt sets the factor (the last one wins) and the result is multiplied once. Exempt:
+   ``su, longrope, llama3``; from 0.30.0 also ``yarn, deepseek_yarn, deepseek_llama_scaling``.
+   Up to 0.29, YaRN starts from ``original_max_position_embeddings`` before multiplying.
+   ``rope_parameters`` (transformers v5, maybe nested per layer type) is read from 0.12.0;
+   ``rope_scaling`` before. A null factor counts as 1.0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sits_doctor.plan import ModelFacts, Setting
+from sits_doctor.versions import V
+
+LENGTH_KEYS = (
+    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+    "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len",
+)
+# transformers' ALLOWED_LAYER_TYPES: keys of a per-layer-type (nested) rope_parameters.
+LAYER_TYPES = frozenset(
+    {"full_attention", "sliding_attention", "chunked_attention", "linear_attention",
+     "compressed_sparse_attention", "heavily_compressed_attention", "mamba", "conv"}
+)
+_EXEMPT = ("su", "longrope", "llama3")
+_EXEMPT_FROM_0_30 = _EXEMPT + ("yarn", "deepseek_yarn", "deepseek_llama_scaling")
+DEFAULT_WHEN_UNKNOWN = 2048
+
+
+@dataclass
+class DerivedLen:
+    value: float
+    key: str  # the config key vLLM names in its error message
+    source: Setting | None  # where that key sits
+    steps: list[str] = field(default_factory=list)  # human-readable derivation, with positions
+    model_max_length: int | None = None
+
+
+def derived_max_model_len(model: ModelFacts, version: str, *, disable_sliding_window: bool = False) -> DerivedLen:
+    ver = V(version)
+    present = [(k, model.fact(k)) for k in LENGTH_KEYS]
+    present = [(k, s) for k, s in present if s is not None and isinstance(s.value, (int, float)) and not isinstance(s.value, bool)]
+    if present:
+        key, setting = min(present, key=lambda ks: ks[1].value)
+        out = DerivedLen(setting.value, key, setting, [f"{key} = {setting.value} ({setting.prov})"])
+    else:
+        out = DerivedLen(float("inf"), "max_position_embeddings", None)
+    mml = model.fact("model_max_length")
+    if mml is not None and isinstance(mml.value, int) and mml.value:
+        out.model_max_length = mml.value
+        if out.key != "model_max_length":
+            out.value, out.key, out.source = mml.value, "model_max_length", mml
+            out.steps.append(f"model_max_length = {mml.value} overrides ({mml.prov})")
+    window = model.fact("sliding_window")
+    if disable_sliding_window and window is not None and isinstance(window.value, int) and window.value < out.value:
+        out.value, out.key, out.source = window.value, "sliding_window", window
+        out.steps.append(f"--disable-sliding-window: sliding_window = {window.value} ({window.prov})")
+    if out.value == float("inf"):
+        out.value = DEFAULT_WHEN_UNKNOWN
+        out.steps.append(f"no length key in the config: vLLM assumes {DEFAULT_WHEN_UNKNOWN}")
+        return out
+    _apply_rope(model, ver, out)
+    return out
+
+
+def _rope_sets(model: ModelFacts, ver) -> tuple[Setting | None, list[dict]]:
+    names = ("rope_parameters", "rope_scaling") if ver >= V("0.12.0") else ("rope_scaling",)
+    for name in names:
+        s = model.fact(name)
+        if s is not None and isinstance(s.value, dict) and s.value:
+            value = s.value
+            if set(value) <= LAYER_TYPES and all(isinstance(v, (dict, type(None))) for v in value.values()):
+                return s, [v for v in value.values() if isinstance(v, dict)]
+            return s, [value]
+    return None, []
+
+
+def _apply_rope(model: ModelFacts, ver, out: DerivedLen) -> None:
+    model_type = str(model.text.get("model_type") or model.data.get("model_type") or "")
+    if "gemma3" in model_type and ver >= V("0.8.0"):
+        return
+    setting, sets = _rope_sets(model, ver)
+    if not sets:
+        return
+    exempt = _EXEMPT_FROM_0_30 if ver >= V("0.30.0") else _EXEMPT
+    factor = 1.0
+    scaled = ver >= V("0.12.0")  # from 0.12 the (float) factor is applied even when it stays 1.0
+    for rp in sets:
+        rope_type = rp.get("rope_type") or rp.get("type") or "default"
+        if rope_type in exempt:
+            out.steps.append(f"{setting.key} rope_type {rope_type}: not scaled by vLLM {ver} ({setting.prov})")
+            continue
+        scaled = True
+        factor = rp.get("factor", factor)
+        if rope_type == "yarn" and "original_max_position_embeddings" in rp:
+            out.value = rp["original_max_position_embeddings"]
+            out.steps.append(f"yarn: starts from original_max_position_embeddings = {out.value} ({setting.prov})")
+    factor = 1.0 if factor is None else factor
+    if scaled:
+        out.value = out.value * factor
+        if factor != 1.0:
+            out.steps.append(f"{setting.key} factor {factor} multiplies it → {out.value} ({setting.prov})")
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def allow_long_max_model_len(env: dict[str, Setting]) -> Setting | None:
+    """The ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` setting if it is on (vllm/envs.py: "1" or "true")."""
+    s = env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+    if s is not None and not s.templated and str(s.value).strip().lower() in ("1", "true"):
+        return s
+    return None
