@@ -12,12 +12,12 @@ benchmark or an A/B test compares the wrong thing, and memory behaves unlike the
 Nothing is logged.
 
 ## Example
-```yaml file=serve.yaml
+```yaml file=serve.yaml target=vllm==0.10.2
 model: meta-llama/Llama-3.1-8B-Instruct
 enable-prefix-caching: false
 ```
-Use instead (vLLM ≤0.27: say it on the command line, which beats the file):
-```yaml file=serve.yaml
+Use instead: (vLLM ≤0.27: say it on the command line, which beats the file)
+```yaml file=serve.yaml target=vllm==0.10.2
 model: meta-llama/Llama-3.1-8B-Instruct
 ```
 and run `vllm serve --config serve.yaml --no-enable-prefix-caching`, or upgrade to vLLM ≥0.28,

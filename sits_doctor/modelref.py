@@ -8,6 +8,7 @@ directory), then the local Hugging Face cache through huggingface_hub's cache AP
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -74,8 +75,24 @@ class ModelResolver:
         return facts.model_copy(update={"overrides": {**facts.overrides, **found}})
 
 
+def _cache_dirs() -> list[Path]:
+    """Where huggingface_hub keeps its cache (HF_HUB_CACHE, HF_HOME/hub, XDG/~/.cache)."""
+    env = os.environ
+    dirs = [env.get("HF_HUB_CACHE"), env.get("HUGGINGFACE_HUB_CACHE")]
+    if env.get("HF_HOME"):
+        dirs.append(str(Path(env["HF_HOME"]) / "hub"))
+    xdg = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    dirs.append(str(Path(xdg) / "huggingface" / "hub"))
+    return [Path(d).expanduser() for d in dirs if d]
+
+
 def _from_hf_cache(repo_id: str, revision: Any) -> Path | None:
     if repo_id.count("/") != 1 or repo_id.startswith((".", "/", "~")):
+        return None
+    # Importing huggingface_hub costs more than a whole check; ask it only if the repo's cache
+    # folder exists in one of the places it would look.
+    folder = "models--" + repo_id.replace("/", "--")
+    if not any((d / folder).is_dir() for d in _cache_dirs()):
         return None
     try:
         from huggingface_hub import try_to_load_from_cache

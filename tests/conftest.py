@@ -1,0 +1,89 @@
+"""Shared test helpers. Tests never download anything; they build what they need in tmp_path
+or use the files committed under fixtures/."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--update-snapshots", action="store_true", default=False,
+        help="rewrite fixture snapshots from the current output instead of comparing",
+    )
+
+
+@pytest.fixture
+def update_snapshots(request) -> bool:
+    return request.config.getoption("--update-snapshots")
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None) -> CliResult:
+    """Run ``sits-doctor ARGS`` in-process (click's runner) from ``cwd``."""
+    from sits_doctor.cli import main
+
+    runner = CliRunner()
+    with runner.isolated_filesystem() if cwd is None else _chdir(cwd):
+        result = runner.invoke(main, list(args), env=env, catch_exceptions=False)
+    return CliResult(result.exit_code, result.stdout, result.stderr)
+
+
+class _chdir:
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        import os
+
+        self.old = os.getcwd()
+        os.chdir(self.path)
+
+    def __exit__(self, *exc):
+        import os
+
+        os.chdir(self.old)
+
+
+@pytest.fixture
+def cli():
+    return run_cli
+
+
+def write(root: Path, name: str, text: str) -> Path:
+    """Write ``text`` (dedented) to ``root/name``, creating folders."""
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+LLAMA_8B = """
+{
+  "architectures": ["LlamaForCausalLM"],
+  "model_type": "llama",
+  "hidden_size": 4096,
+  "num_hidden_layers": 32,
+  "num_attention_heads": 32,
+  "num_key_value_heads": 8,
+  "max_position_embeddings": 131072,
+  "rope_scaling": {"factor": 8.0, "high_freq_factor": 4.0, "low_freq_factor": 1.0,
+                   "original_max_position_embeddings": 8192, "rope_type": "llama3"},
+  "rope_theta": 500000.0,
+  "torch_dtype": "bfloat16"
+}
+"""

@@ -1,0 +1,74 @@
+"""rules/, fixes/ and kernels/ ship inside the sits_doctor namespace, in a real (non-editable)
+wheel, and nothing named rules/fixes/kernels lands at the top of site-packages."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    build_dir = tmp_path_factory.mktemp("src")
+    # Build from a copy so the test never writes build/ or *.egg-info into the checkout.
+    subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        check=True, capture_output=True,
+    )
+    files = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard"],
+        check=True, capture_output=True, text=True,
+    ).stdout.split("\n")
+    for rel in filter(None, files):
+        src = REPO / rel
+        if src.is_file():
+            dst = build_dir / rel
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            dst.write_bytes(src.read_bytes())
+    subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(build_dir)],
+        check=True, capture_output=True, text=True,
+    )
+    (whl,) = out.glob("sits_doctor-*.whl")
+    return whl
+
+
+def test_wheel_file_list(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/", 1)[0] for n in names}
+    assert "sits_doctor" in tops
+    assert not tops & {"rules", "fixes", "kernels", "tests", "fixtures", "bench"}, tops
+    rule_files = {Path(p).name for p in (REPO / "rules").glob("sits*.py")}
+    shipped = {n.rsplit("/", 1)[-1] for n in names if n.startswith("sits_doctor/rules/")}
+    assert rule_files <= shipped
+    assert "sits_doctor/fixes/__init__.py" in names
+    assert "sits_doctor/kernels/__init__.py" in names
+    assert "sits_doctor/schemas/ortgenai.py" in names
+
+
+def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path):
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],
+        check=True, capture_output=True, text=True,
+    )
+    assert not any((target / name).exists() for name in ("rules", "fixes", "kernels"))
+    config = tmp_path / "serve.yaml"
+    config.write_text("model: org/model\nswap-space: 4\n")
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    code = (
+        "import sits_doctor, sits_doctor.rules as r, sys; "
+        f"assert sits_doctor.__file__.startswith({str(target)!r}), sits_doctor.__file__; "
+        "from sits_doctor.cli import main; sys.argv=['sits-doctor','check','serve.yaml','-q']; main()"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stderr
+    assert "SITS204" in proc.stdout
