@@ -108,7 +108,6 @@ def render(report: Report) -> str:
                 "name": "sits-doctor",
                 "semanticVersion": __version__,
                 "version": __version__,
-                "informationUri": "https://github.com/sits-doctor/sits-doctor",
                 "rules": rules,
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
