@@ -11,7 +11,7 @@ import shlex
 from typing import Any
 
 from sits_doctor.loaders.vllm_args import Token, is_shell_templated
-from sits_doctor.plan import Provenance
+from sits_doctor.plan import Provenance, Setting
 from sits_doctor.source import SourceDoc, join_pointer
 from sits_doctor.source_yaml import TEMPLATE_MARK
 
@@ -97,3 +97,14 @@ def _until_operator(tokens: list[Token]) -> list[Token]:
             break
         out.append(t)
     return out
+
+
+def image_setting(doc: SourceDoc, image: Any, pointer: str) -> Setting | None:
+    """The container image reference at ``pointer`` (it may pin the framework version)."""
+    if not isinstance(image, str):
+        return None
+    return Setting(
+        key="image", raw_key="image", value=image, raw=image,
+        prov=Provenance.at(doc, pointer, key=False),
+        templated=pointer in doc.templated or TEMPLATE_MARK in image,
+    )

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sits_doctor.loaders.commands import words
+from sits_doctor.loaders.commands import image_setting, words
 from sits_doctor.loaders.vllm import plan_from_command
 from sits_doctor.plan import Plan, Provenance, Setting
 from sits_doctor.source import SourceDoc, join_pointer
-from sits_doctor.source_yaml import TEMPLATE_MARK
 
 
 def is_compose(data: Any) -> bool:
@@ -28,13 +27,7 @@ def plans(doc: SourceDoc) -> list[Plan]:
         for field in ("entrypoint", "command"):
             if field in service:
                 tokens += words(doc, service[field], join_pointer(pointer, field))
-        image = None
-        if isinstance(service.get("image"), str):
-            ptr = join_pointer(pointer, "image")
-            image = Setting(
-                key="image", raw_key="image", value=service["image"], raw=service["image"],
-                prov=Provenance.at(doc, ptr, key=False), templated=TEMPLATE_MARK in service["image"],
-            )
+        image = image_setting(doc, service.get("image"), join_pointer(pointer, "image"))
         env = _environment(doc, service.get("environment"), join_pointer(pointer, "environment"))
         plan = plan_from_command(
             doc, tokens, label=f"compose service {name}",

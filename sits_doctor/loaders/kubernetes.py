@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from sits_doctor.loaders.commands import words
+from sits_doctor.loaders.commands import image_setting, words
 from sits_doctor.loaders.vllm import plan_from_command
 from sits_doctor.plan import Plan, Provenance, Setting
 from sits_doctor.source import SourceDoc, join_pointer
-from sits_doctor.source_yaml import TEMPLATE_MARK
 
 
 def is_kubernetes(data: Any) -> bool:
@@ -52,14 +51,7 @@ def container_plan(doc: SourceDoc, container: dict, pointer: str, label: str) ->
     for field in ("command", "args"):
         if field in container:
             tokens += words(doc, container[field], join_pointer(pointer, field))
-    image = None
-    if isinstance(container.get("image"), str):
-        ptr = join_pointer(pointer, "image")
-        image = Setting(
-            key="image", raw_key="image", value=container["image"], raw=container["image"],
-            prov=Provenance.at(doc, ptr, key=False),
-            templated=ptr in doc.templated or TEMPLATE_MARK in container["image"],
-        )
+    image = image_setting(doc, container.get("image"), join_pointer(pointer, "image"))
     env = env_list(doc, container.get("env"), join_pointer(pointer, "env"))
     anchor = Provenance.at(doc, pointer, key=False)
     return plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env)
