@@ -53,6 +53,7 @@ RULE = Rule(
     severity=Severity.ERROR,
     frameworks=("ortgenai",),
 )
+_WANTED = {"integer": "an integer", "array": "an array", "object": "an object"}
 _JSON_TYPES = {bool: "bool", int: "number", float: "number", str: "string", type(None): "null", dict: "object", list: "array"}
 
 
@@ -68,14 +69,15 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         name = str(error.absolute_path[-1]) if error.absolute_path else "value"
         saw = _JSON_TYPES.get(type(error.instance), type(error.instance).__name__)
         if error.validator == "enum":
-            message = f"{name} = {error.instance!r} is not one of {', '.join(error.validator_value)}"
+            message = f"{name} = {_short(error.instance)} is not one of {', '.join(error.validator_value)}"
         else:
             wanted = error.validator_value
-            wanted = " or ".join(wanted) if isinstance(wanted, list) else wanted
-            if wanted == "integer" and isinstance(error.instance, float):
+            wanted = [wanted] if isinstance(wanted, str) else wanted
+            if wanted == ["integer"] and isinstance(error.instance, float):
                 message = f"{name} = {error.instance!r} is not an integer"
             else:
-                message = f"{name}: expected a {wanted} but saw a {saw} ({_short(error.instance)})"
+                expected = " or ".join(_WANTED.get(w, f"a {w}") for w in wanted)
+                message = f"{name}: expected {expected} but saw a {saw} ({_short(error.instance)})"
         yield RULE.finding(
             plan, Provenance.at(plan.doc, pointer),
             f"{message}: ORT GenAI fails to load the config",

@@ -43,7 +43,8 @@ known, in that order; the finding's evidence says which).
 - vLLM: presence of each flag in `vllm/engine/arg_utils.py` / `vllm/entrypoints/openai/cli_args.py`
   of the source releases 0.5.5 … 0.33.0 (last version with the flag, first without);
   `VLLM_ATTENTION_BACKEND` in `vllm/envs.py` (present 0.14.0, absent 0.16.0);
-  `CompilationConfig.max_capture_size` `init=False` (`vllm/config/compilation.py@0.11.0`);
+  `CompilationConfig.max_capture_size` `init=False` (`vllm/config/compilation.py@0.11.0`), gone in
+  0.12.0, and `extra="forbid"` on `CompilationConfig` from 0.13.0;
   shared/research/vllm-hf-facts.md §1, §1b, §1c.
 - TensorRT-LLM: release notes 1.0 "API Changes" (`docs/source/release-notes.md`), v1.0.0rc2
   (#5014, `cuda_graph_config`), `tensorrt_llm/llmapi/llm_args.py` (`StrictBaseModel`,
@@ -92,6 +93,9 @@ VLLM_CHANGES = (
     Change("tokenizer_pool_extra_config", "remove it", removed="0.10.0"),
     Change("enable_reasoning", "use --reasoning-parser alone", removed="0.10.0"),
     Change("device", "remove it (the platform is detected)", removed="0.10.0"),
+    Change("long_lora_scaling_factors", "remove it", removed="0.10.0"),
+    Change("max_prompt_adapters", "remove it (prompt adapters were removed)", removed="0.10.0"),
+    Change("enable_prompt_adapter", "remove it (prompt adapters were removed)", removed="0.10.2"),
     Change("num_scheduler_steps", "remove it (multi-step scheduling was removed)", removed="0.10.1"),
     Change("multi_step_stream_outputs", "remove it (multi-step scheduling was removed)", removed="0.10.1"),
     Change("preemption_mode", "remove it (V0-only)", removed="0.11.0"),
@@ -101,7 +105,13 @@ VLLM_CHANGES = (
            "(--cuda-graph-sizes on 0.11, --max-cudagraph-capture-size from 0.12)", removed="0.11.0"),
     Change("rope_scaling", "use --hf-overrides '{\"rope_scaling\": ...}'", removed="0.11.1"),
     Change("rope_theta", "use --hf-overrides '{\"rope_theta\": ...}'", removed="0.11.1"),
-    Change("guided_decoding_backend", "use --structured-outputs-config.backend", removed="0.12.0"),
+    Change("guided_decoding_backend", "use --structured-outputs-config.backend", deprecated="0.11.0", removed="0.12.0"),
+    Change("guided_decoding_disable_fallback", "use --structured-outputs-config.disable_fallback",
+           deprecated="0.11.0", removed="0.12.0"),
+    Change("guided_decoding_disable_any_whitespace", "use --structured-outputs-config.disable_any_whitespace",
+           deprecated="0.11.0", removed="0.12.0"),
+    Change("guided_decoding_disable_additional_properties",
+           "use --structured-outputs-config.disable_additional_properties", deprecated="0.11.0", removed="0.12.0"),
     Change("lora_extra_vocab_size", "remove it", removed="0.12.0"),
     Change("cuda_graph_sizes", "use --cudagraph-capture-sizes or --max-cudagraph-capture-size",
            deprecated="0.12.0", removed="0.13.0"),
@@ -172,14 +182,18 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             )
     capture = plan.get("compilation_config.max_capture_size")
     if capture is not None:
-        if version < V("0.12.0"):
-            message = (f"compilation_config.max_capture_size is computed by vLLM {ctx.target.version} "
-                       "(init=False), not settable: startup fails")
+        if version >= V("0.13.0"):
+            message = (f"compilation_config.max_capture_size is not a field in vLLM {ctx.target.version}, "
+                       "whose CompilationConfig forbids unknown fields: startup fails")
             severity = Severity.ERROR
+        elif version >= V("0.12.0"):
+            message = (f"compilation_config.max_capture_size is not a field in vLLM {ctx.target.version}: "
+                       "it is silently ignored")
+            severity = Severity.WARNING
         else:
-            message = (f"compilation_config.max_capture_size is not a field in vLLM {ctx.target.version}"
-                       + (" (config fields are strict from 0.16: startup fails)" if version >= V("0.16.0") else ""))
-            severity = Severity.ERROR if version >= V("0.16.0") else Severity.WARNING
+            message = (f"compilation_config.max_capture_size is computed by vLLM {ctx.target.version} "
+                       "(init=False): the value you set is silently ignored")
+            severity = Severity.WARNING
         yield RULE.finding(plan, capture, message, evidence=evidence, severity=severity,
                            fix_hint="use max_cudagraph_capture_size (≥0.12) or cudagraph_capture_sizes")
     backend = plan.env.get("VLLM_ATTENTION_BACKEND")

@@ -1,10 +1,12 @@
 """yaml-false-dropped (SITS205)
 
 ## What it does
-Finds `key: false` in a `vllm serve --config` YAML file when the target vLLM is 0.27 or older.
-Those versions turn `true` into `--key` and silently drop `false` (no `--no-key` is passed), so
-the option keeps its default. When that default is on (prefix caching, chunked prefill), the
-setting you wrote does nothing.
+Finds `key: false` in a `vllm serve --config` YAML file that vLLM silently drops: every such
+line when the target vLLM is 0.27 or older (they turn `true` into `--key` and pass nothing for
+`false`), and from 0.28 the lines spelled with underscores (`enable_prefix_caching: false`):
+0.28 passes `--no-<key>` built from the key as written, and `--no-enable_prefix_caching` is not
+a flag, so it is dropped too. The option keeps its default; when that default is on (prefix
+caching, chunked prefill), the setting you wrote does nothing.
 
 ## Why it hurts
 `enable-prefix-caching: false` reads as "off" and the server runs with prefix caching on: a
@@ -25,7 +27,7 @@ which turns `false` into `--no-key`.
 
 ## Fix
 Move the setting to the command line as `--no-<key>` (0.8.5 and later accept `--no-` for every
-boolean engine option), or target vLLM ≥0.28. No automatic fix: a config file cannot express it.
+boolean engine option), or, on vLLM ≥0.28, spell the key with dashes. No automatic fix yet.
 
 ## How it is measured
 Not measured: the option's effective value is predicted from the version's config-file loader
@@ -33,8 +35,9 @@ and the option's default. A `false` whose default is also off is harmless and no
 whose default is unknown for the target version is reported as info.
 
 ## Sources
-- vLLM `load_config_file` (`vllm/utils/argparse_utils.py@0.33`; `vllm/utils.py` in older
-  releases): booleans become `--key` when true; `--no-key` for false only from 0.28
+- vLLM `load_config_file` (`vllm/utils/argparse_utils.py@0.28.0` and `@0.33.0`; `vllm/utils.py`
+  in older releases): booleans become `--key` when true; for false, from 0.28 only,
+  `--no-{key}` with the key as written, kept only if that exact flag exists
   (shared/research/vllm-hf-facts.md §2).
 - Defaults: `enable_prefix_caching` on for generative models and `enable_chunked_prefill` on in
   the V1 engine (default from 0.8; §1). `--no-` forms: BooleanOptionalAction for boolean config
@@ -63,7 +66,7 @@ FIXED_IN = "0.28.0"
 DEFAULT_ON = {"enable_prefix_caching": "0.8.0", "enable_chunked_prefill": "0.8.0"}
 # Options that are off by default in every version: a dropped false changes nothing.
 DEFAULT_OFF = frozenset(
-    """enforce_eager trust_remote_code disable_log_stats disable_log_requests enable_lora
+    """enforce_eager trust_remote_code disable_log_stats enable_lora
     calculate_kv_scales enable_auto_tool_choice disable_custom_all_reduce disable_sliding_window
     enable_expert_parallel enable_sleep_mode skip_tokenizer_init enable_prompt_embeds
     enable_log_requests async_scheduling enable_eplb""".split()
@@ -74,15 +77,23 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     if plan.kind != "vllm-yaml":
         return
     version = V(ctx.target.version)
-    if version >= V(FIXED_IN):
-        return
     for key, setting in plan.settings.items():
         if "." in key or setting.raw is not False or key in DEFAULT_OFF:
             continue
+        if version >= V(FIXED_IN) and "_" not in setting.raw_key:
+            continue  # 0.28+ passes --no-<key>, but only for the dashed spelling
         on_since = DEFAULT_ON.get(key)
         flag = f"--no-{key.replace('_', '-')}"
         evidence = [f"target: {ctx.target}"]
-        if on_since is not None and version >= V(on_since):
+        if version >= V(FIXED_IN):
+            yield RULE.finding(
+                plan, setting,
+                f"`{setting.raw_key}: false` is silently dropped by vLLM {ctx.target.version}: it looks "
+                f"for the flag --no-{setting.raw_key}, which does not exist; {key} keeps its default",
+                evidence=evidence, fix_hint=f"spell it `{setting.raw_key.replace('_', '-')}: false`",
+                severity=Severity.WARNING if on_since else Severity.INFO,
+            )
+        elif on_since is not None and version >= V(on_since):
             yield RULE.finding(
                 plan, setting,
                 f"`{setting.raw_key}: false` is silently dropped by vLLM {ctx.target.version}: "

@@ -13,7 +13,7 @@ from sits_doctor.finding import Finding, Severity
 from sits_doctor.loaders import load_paths
 from sits_doctor.modelref import ModelResolver
 from sits_doctor.plan import Plan, Target
-from sits_doctor.settings import Settings, find_config, load_settings
+from sits_doctor.settings import Settings, clear_caches, find_config, load_settings
 from sits_doctor.versions import parse_target, resolve
 
 
@@ -82,36 +82,58 @@ def matches(code: str, selectors: Sequence[str]) -> bool:
     return any(s == "ALL" or code.startswith(s) for s in selectors)
 
 
-def check_selectors(selectors: Sequence[str], where: str) -> None:
+def check_selectors(selectors: Sequence[str], where: str, what: str) -> None:
     codes = [m.RULE.code for m in rule_modules()]
     for s in selectors:
         if s != "ALL" and not any(c.startswith(s) for c in codes):
-            raise InputError(where, f"unknown rule selector {s!r} (see `sits-doctor rules`)")
+            raise InputError(where, f"unknown rule selector {s!r} in {what} (see `sits-doctor rules`)")
 
 
 class _Selection:
-    """Which rules run for a file, from its settings and the command line."""
+    """Which rules run for the files under one settings file, and against which versions.
+
+    Command-line options win: a ``--select`` replaces the file's whole selection (its select,
+    extend-select and ignore), as ruff's does; ``--target`` beats the file's ``target``.
+    """
 
     def __init__(self, settings: Settings, opts: CheckOptions):
-        select = list(opts.select) if opts.select else (settings.select or ["ALL"])
-        extend = list(settings.extend_select) + list(opts.extend_select)
-        ignore = list(settings.ignore) + list(opts.ignore)
+        where = settings.source or "<arguments>"
+        for name in ("select", "extend_select", "ignore"):
+            check_selectors(getattr(settings, name) or (), where, name.replace("_", "-"))
+        for codes in settings.per_file_ignores.values():
+            check_selectors(codes, where, "per-file-ignores")
+        if opts.select:
+            select, extend, ignore = list(opts.select), list(opts.extend_select), list(opts.ignore)
+        else:
+            select = settings.select or ["ALL"]
+            extend = list(settings.extend_select) + list(opts.extend_select)
+            ignore = list(settings.ignore) + list(opts.ignore)
         self.settings = settings
         self.codes = {
             m.RULE.code for m in rule_modules()
             if matches(m.RULE.code, select + extend) and not matches(m.RULE.code, ignore)
         }
+        self.targets: dict[str, tuple[str, str]] = {}
+        for spec in settings.target:
+            try:
+                framework, version = parse_target(spec)
+            except ValueError as exc:
+                raise InputError(where, f"target: {exc}") from None
+            self.targets[framework] = (version, f"target in {where}")
 
 
-def check(paths: Sequence[str | Path], options: CheckOptions | None = None) -> Report:
+def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None = None) -> Report:
     """Check config files and folders; the Python API behind ``sits-doctor check``."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
     opts = options or CheckOptions()
     report = Report()
+    clear_caches()
     try:
+        for selectors, what in ((opts.select or (), "--select"), (opts.ignore, "--ignore"), (opts.extend_select, "--extend-select")):
+            check_selectors(selectors, "<arguments>", what)
+        requested = {fw: (v, "--target") for fw, v in (parse_target(t) for t in opts.targets)}
         base_settings = _base_settings(paths, opts)
-        for selectors, where in ((opts.select or (), "--select"), (opts.ignore, "--ignore"), (opts.extend_select, "--extend-select")):
-            check_selectors(selectors, where)
-        requested = dict(parse_target(t) for t in opts.targets)
     except (InputError, ValueError) as err:
         report.errors.append(err if isinstance(err, InputError) else InputError("<arguments>", str(err)))
         return report
@@ -123,27 +145,30 @@ def check(paths: Sequence[str | Path], options: CheckOptions | None = None) -> R
     report.files_checked = loaded.files_checked
     report.skipped = loaded.skipped
 
-    resolver = ModelResolver(opts.model_config or base_settings.model_config_path)
+    resolvers: dict[str, ModelResolver] = {}
     selections: dict[str, _Selection] = {}
     for plan in loaded.plans:
         try:
             selection = _selection_for(plan.file, opts, base_settings, selections)
-            file_targets = dict(parse_target(t) for t in selection.settings.target)
-        except (InputError, ValueError) as err:
-            report.errors.append(err if isinstance(err, InputError) else InputError(plan.file, str(err)))
+        except InputError as err:
+            if all(str(e) != str(err) for e in report.errors):
+                report.errors.append(err)
             continue
-        plan = _prepare(plan, {**file_targets, **requested}, resolver, report)
+        settings = selection.settings
+        model_config = opts.model_config or _relative_to(settings.model_config_path, settings.root)
+        resolver = resolvers.setdefault(model_config or "", ModelResolver(model_config))
+        plan = _prepare(plan, {**selection.targets, **requested}, resolver, report)
         report.plans.append(
             PlanSummary(plan.label, plan.framework, plan.kind, plan.file, str(plan.target),
                         plan.model.path if plan.model else plan.model_note)
         )
         ctx = Context(target=plan.target, gpu=opts.gpu)
-        ignored = selection.settings.ignored_for(plan.file)
+        ignored = sorted(settings.ignored_for(plan.file))
         for module in rule_modules():
             rule = module.RULE
             if rule.code not in selection.codes or plan.framework not in rule.frameworks:
                 continue
-            if matches(rule.code, sorted(ignored)):
+            if matches(rule.code, ignored):
                 continue
             try:
                 report.findings.extend(module.check(plan, ctx))
@@ -152,6 +177,12 @@ def check(paths: Sequence[str | Path], options: CheckOptions | None = None) -> R
                 report.internal_errors.append(f"{rule.code} crashed on {plan.label}: {detail}")
     report.findings = sorted(set(report.findings), key=Finding.sort_key)
     return report
+
+
+def _relative_to(path: str | None, root: Path | None) -> str | None:
+    if path is None or root is None:
+        return path
+    return str(root / path)
 
 
 def _base_settings(paths: Sequence[str | Path], opts: CheckOptions) -> Settings:
@@ -175,7 +206,7 @@ def _selection_for(file: str, opts: CheckOptions, base: Settings, cache: dict[st
     return cache[key]
 
 
-def _prepare(plan: Plan, requested: dict[str, str], resolver: ModelResolver, report: Report) -> Plan:
+def _prepare(plan: Plan, requested: dict[str, tuple[str, str]], resolver: ModelResolver, report: Report) -> Plan:
     """Fill in the target version and the model's facts."""
     update: dict = {"target": resolve(plan, requested)}
     if plan.framework in ("vllm", "trtllm") and plan.model is None:

@@ -27,7 +27,8 @@ class ModelResolver:
             return plan.model, None
         if self.model_config:
             path = Path(self.model_config)
-            return self._load(path / "config.json" if path.is_dir() else path), None
+            facts = self._load(path / "config.json" if path.is_dir() else path)
+            return self._with_overrides(facts, plan), None
         ref = plan.model_ref
         if ref is None:
             return None, "the config names no model"

@@ -90,3 +90,9 @@ def load_settings(path: Path) -> Settings:
         )
         raise InputError(str(path), f"invalid sits-doctor settings: {problems}") from None
     return settings.model_copy(update={"root": path.parent, "source": str(path)})
+
+
+def clear_caches() -> None:
+    """Forget discovered and parsed settings files (each check() sees the files as they are now)."""
+    _find_in.cache_clear()
+    load_settings.cache_clear()

@@ -68,10 +68,12 @@ def installed(framework: str) -> str | None:
         return None
 
 
-def resolve(plan: Plan, requested: dict[str, str]) -> Target:
+def resolve(plan: Plan, requested: dict[str, tuple[str, str]]) -> Target:
+    """``requested`` maps a framework to (version, where it was requested)."""
     framework: Framework = plan.framework
     if framework in requested:
-        return Target(framework=framework, version=requested[framework], source="--target")
+        version, source = requested[framework]
+        return Target(framework=framework, version=version, source=source)
     if plan.image is not None and not plan.image.templated:
         found = version_from_image(str(plan.image.value))
         if found and found[0] == framework:

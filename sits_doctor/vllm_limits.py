@@ -64,8 +64,9 @@ def derived_max_model_len(model: ModelFacts, version: str, *, disable_sliding_wi
         out.value, out.key, out.source = window.value, "sliding_window", window
         out.steps.append(f"--disable-sliding-window: sliding_window = {window.value} ({window.prov})")
     if out.value == float("inf"):
-        out.value = DEFAULT_WHEN_UNKNOWN
-        out.steps.append(f"no length key in the config: vLLM assumes {DEFAULT_WHEN_UNKNOWN}")
+        # vLLM keeps a user-given max_model_len as is; only an unset one becomes 2048.
+        out.steps.append(f"no length key in the config: vLLM takes a given max_model_len as is "
+                         f"(an unset one becomes {DEFAULT_WHEN_UNKNOWN})")
         return out
     _apply_rope(model, ver, out)
     return out

@@ -134,7 +134,7 @@ def read_docs(path: Path, display: str) -> list[SourceDoc]:
 
 def _tolerable_in_walk(path: Path, err: InputError) -> bool:
     """Problems that only mean "not a config" when met while walking a directory."""
-    if "over the" in err.message and "limit" in err.message:
+    if err.message == "empty file" or ("over the" in err.message and "limit" in err.message):
         return True
     try:
         return "{{" in path.read_text(errors="replace")

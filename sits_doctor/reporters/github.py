@@ -27,6 +27,9 @@ def render(report: Report) -> str:
             f"title={_prop(f'{f.code} {f.name}')}::{_data(message)}"
         )
     for e in report.errors:
+        if e.path.startswith("<"):  # an argument, not a file
+            lines.append(f"::error title=sits-doctor argument error::{_data(e.message)}")
+            continue
         where = f"file={_prop(e.path)}" + (f",line={e.line},col={e.col or 1}" if e.line else "")
         lines.append(f"::error {where},title=sits-doctor input error::{_data(e.message)}")
     for e in report.internal_errors:

@@ -31,12 +31,13 @@ def repo_root(start: Path | None = None) -> Path:
     return here
 
 
-def relative_uri(file: str, root: Path) -> str:
+def artifact(file: str, root: Path) -> dict:
+    """An artifactLocation: relative to the repository root, or an absolute file URI outside it."""
     path = Path(file).resolve()
     try:
-        return path.relative_to(root).as_posix()
+        return {"uri": path.relative_to(root).as_posix(), "uriBaseId": "%SRCROOT%"}
     except ValueError:
-        return path.as_posix()
+        return {"uri": path.as_uri()}
 
 
 def render(report: Report) -> str:
@@ -64,7 +65,8 @@ def render(report: Report) -> str:
     seen: Counter[str] = Counter()
     results = []
     for f in report.findings:
-        uri = relative_uri(f.location.file, root)
+        location = artifact(f.location.file, root)
+        uri = location["uri"]
         base = hashlib.sha256(f"{f.code}\0{uri}\0{f.location.doc}\0{f.location.pointer}".encode()).hexdigest()[:32]
         seen[base] += 1
         text = f.message + (f"\nhelp: {f.fix_hint}" if f.fix_hint else "")
@@ -75,7 +77,7 @@ def render(report: Report) -> str:
             "message": {"text": text},
             "locations": [{
                 "physicalLocation": {
-                    "artifactLocation": {"uri": uri, "uriBaseId": "%SRCROOT%"},
+                    "artifactLocation": location,
                     "region": {"startLine": max(1, f.location.line), "startColumn": max(1, f.location.col)},
                 },
                 "logicalLocations": [{"fullyQualifiedName": f.location.pointer or "/", "kind": "member"}],
@@ -93,7 +95,7 @@ def render(report: Report) -> str:
         if e.path and not e.path.startswith("<"):
             region = {"startLine": e.line or 1, "startColumn": e.col or 1}
             note["locations"] = [{"physicalLocation": {
-                "artifactLocation": {"uri": relative_uri(e.path, root), "uriBaseId": "%SRCROOT%"},
+                "artifactLocation": artifact(e.path, root),
                 "region": region,
             }}]
         notifications.append(note)
@@ -112,7 +114,7 @@ def render(report: Report) -> str:
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
             "invocations": [{
-                "executionSuccessful": not report.internal_errors,
+                "executionSuccessful": not (report.internal_errors or report.errors),
                 "toolExecutionNotifications": notifications,
             }],
             "results": results,

@@ -1,0 +1,196 @@
+"""SITS201 value-rejected-by-parser: ORT GenAI's strict genai_config.json types.
+
+ORT GenAI ``src/config.cpp`` / ``src/json.h`` (trtllm-ortgenai-facts.md §5, trtllm_oga.md Q1):
+provider options are strings; integers must be integral numbers (``SafeDoubleToInt``); typed
+getters reject other JSON types (``Expected a string but saw a bool``), ``null`` included;
+``graph_optimization_level`` is one of four names.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import write
+from sits_doctor import CheckOptions, check
+from sits_doctor.finding import Severity
+
+CODE = "SITS201"
+
+
+def genai(session_options: dict | None = None, search: dict | None = None, **model) -> str:
+    """A genai_config.json with one value per line, so each finding has its own line."""
+    decoder = {"filename": "model.onnx", "session_options": session_options or {}}
+    data = {"model": {"type": "llama", "context_length": 4096, **model, "decoder": decoder},
+            "search": search or {"max_length": 4096}}
+    return json.dumps(data, indent=2)
+
+
+def findings(tmp_path, monkeypatch, text: str):
+    write(tmp_path, "genai_config.json", text)
+    monkeypatch.chdir(tmp_path)
+    report = check(["genai_config.json"], CheckOptions(targets=["ortgenai==0.18.0"], isolated=True, select=[CODE]))
+    assert not report.errors, report.errors
+    assert not report.internal_errors, report.internal_errors
+    return report.findings
+
+
+def only(found):
+    assert len(found) == 1, [f.render() for f in found]
+    f = found[0]
+    assert (f.code, f.severity) == (CODE, Severity.ERROR)
+    return f
+
+
+def line_of(text: str, needle: str) -> tuple[int, int]:
+    for n, line in enumerate(text.splitlines(), 1):
+        if needle in line:
+            return n, line.index(needle) + 1
+    raise AssertionError(needle)
+
+
+@pytest.mark.parametrize("value, saw, hint", [
+    (True, "bool (true)", 'write "1" (a string)'),
+    (False, "bool (false)", 'write "0" (a string)'),
+    (1, "number (1)", 'write "1" (a string)'),
+])
+def test_fail_provider_option_not_a_string(tmp_path, monkeypatch, value, saw, hint):
+    text = genai({"provider_options": [{"cuda": {"enable_cuda_graph": value}}]})
+    f = only(findings(tmp_path, monkeypatch, text))
+    line, col = line_of(text, '"enable_cuda_graph"')
+    assert f.render() == (
+        f"genai_config.json:{line}:{col}: SITS201 [error] enable_cuda_graph: expected a string but saw a {saw}: "
+        "ORT GenAI fails to load the config"
+    )
+    assert f.fix_hint == hint
+
+
+def test_fail_fractional_integer(tmp_path, monkeypatch):
+    text = genai(search={"max_length": 4096.5})
+    f = only(findings(tmp_path, monkeypatch, text))
+    line, col = line_of(text, '"max_length"')
+    assert f.render() == (
+        f"genai_config.json:{line}:{col}: SITS201 [error] max_length = 4096.5 is not an integer: "
+        "ORT GenAI fails to load the config"
+    )
+
+
+def test_pass_integral_float_for_integer(tmp_path, monkeypatch):
+    # SafeDoubleToInt accepts 4096.0; numbers read with Get<double> accept ints
+    text = genai(search={"max_length": 4096.0, "batch_size": 1.0, "temperature": 1, "top_p": 0})
+    assert findings(tmp_path, monkeypatch, text) == []
+
+
+@pytest.mark.parametrize("key, value, section", [
+    ("intra_op_num_threads", "4", "session"),
+    ("context_length", "4096", "model"),
+    ("top_k", "50", "search"),
+])
+def test_fail_string_where_integer_expected(tmp_path, monkeypatch, key, value, section):
+    if section == "session":
+        text = genai({key: value})
+    elif section == "model":
+        text = genai(**{key: value})
+    else:
+        text = genai(search={key: value})
+    f = only(findings(tmp_path, monkeypatch, text))
+    line, col = line_of(text, f'"{key}"')
+    assert (f.location.line, f.location.col) == (line, col)
+    assert f.message.startswith(f'{key}: expected a')
+    assert f'but saw a string ("{value}"): ORT GenAI fails to load the config' in f.message
+
+
+def test_fail_string_where_integer_expected_wording(tmp_path, monkeypatch):
+    f = only(findings(tmp_path, monkeypatch, genai(search={"top_k": "50"})))
+    assert "expected a integer" not in f.message
+
+
+@pytest.mark.parametrize("key, value", [("enable_cpu_mem_arena", "true"), ("enable_mem_pattern", 1)])
+def test_fail_bool_option_of_another_type(tmp_path, monkeypatch, key, value):
+    text = genai({key: value})
+    f = only(findings(tmp_path, monkeypatch, text))
+    assert f.location.line == line_of(text, f'"{key}"')[0]
+    assert f.message.startswith(f"{key}: expected a boolean but saw a ")
+
+
+@pytest.mark.parametrize("where, key", [
+    ("session", "log_severity_level"),
+    ("search", "top_p"),
+    ("search", "do_sample"),
+    ("model", "pad_token_id"),
+    ("provider", "enable_cuda_graph"),
+])
+def test_fail_null_for_known_key(tmp_path, monkeypatch, where, key):
+    if where == "session":
+        text = genai({key: None})
+    elif where == "search":
+        text = genai(search={"max_length": 4096, key: None})
+    elif where == "model":
+        text = genai(**{key: None})
+    else:
+        text = genai({"provider_options": [{"cuda": {key: None}}]})
+    f = only(findings(tmp_path, monkeypatch, text))
+    line, col = line_of(text, f'"{key}"')
+    assert (f.location.line, f.location.col) == (line, col)
+    assert f.message.startswith(f"{key}: expected ")
+    assert f.message.endswith("but saw a null (null): ORT GenAI fails to load the config")
+
+
+def test_fail_null_graph_optimization_level_says_null(tmp_path, monkeypatch):
+    f = only(findings(tmp_path, monkeypatch, genai({"graph_optimization_level": None})))
+    assert "None" not in f.message and "null" in f.message
+
+
+def test_fail_bad_graph_optimization_level(tmp_path, monkeypatch):
+    text = genai({"graph_optimization_level": "ORT_ENABLE_EVERYTHING"})
+    f = only(findings(tmp_path, monkeypatch, text))
+    line, col = line_of(text, '"graph_optimization_level"')
+    assert f.render() == (
+        f'genai_config.json:{line}:{col}: SITS201 [error] graph_optimization_level = "ORT_ENABLE_EVERYTHING" is not '
+        "one of ORT_DISABLE_ALL, ORT_ENABLE_BASIC, ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL: ORT GenAI fails to load "
+        "the config"
+    )
+
+
+@pytest.mark.parametrize("level", ["ORT_DISABLE_ALL", "ORT_ENABLE_BASIC", "ORT_ENABLE_EXTENDED", "ORT_ENABLE_ALL"])
+def test_pass_graph_optimization_levels(tmp_path, monkeypatch, level):
+    assert findings(tmp_path, monkeypatch, genai({"graph_optimization_level": level})) == []
+
+
+def test_fail_unknown_session_option_must_be_a_string(tmp_path, monkeypatch):
+    # unknown session_options keys go to AddConfigEntry, which takes strings only
+    text = genai({"session.intra_op.allow_spinning": 0})
+    f = only(findings(tmp_path, monkeypatch, text))
+    assert f.message.startswith("session.intra_op.allow_spinning: expected a string but saw a number (0)")
+
+
+def test_pass_eos_token_id_int_or_array(tmp_path, monkeypatch):
+    assert findings(tmp_path, monkeypatch, genai(eos_token_id=[1, 2])) == []
+    assert findings(tmp_path, monkeypatch, genai(eos_token_id=2)) == []
+
+
+def test_pass_good_config(tmp_path, monkeypatch):
+    text = json.dumps({
+        "model": {
+            "type": "llama", "context_length": 4096, "vocab_size": 128256, "bos_token_id": 128000,
+            "eos_token_id": [128001, 128009], "pad_token_id": 128001,
+            "decoder": {
+                "filename": "model.onnx", "head_size": 64, "hidden_size": 2048, "num_attention_heads": 32,
+                "num_hidden_layers": 16, "num_key_value_heads": 8,
+                "inputs": {"input_ids": "input_ids", "attention_mask": "attention_mask",
+                           "past_key_names": "past_key_values.%d.key", "past_value_names": "past_key_values.%d.value"},
+                "outputs": {"logits": "logits", "present_key_names": "present.%d.key",
+                            "present_value_names": "present.%d.value"},
+                "session_options": {
+                    "log_id": "onnxruntime-genai", "intra_op_num_threads": 4, "enable_cpu_mem_arena": True,
+                    "graph_optimization_level": "ORT_ENABLE_ALL", "session.intra_op.allow_spinning": "0",
+                    "provider_options": [{"cuda": {"enable_cuda_graph": "1", "tunable_op_enable": "0"}}],
+                },
+            },
+        },
+        "search": {"do_sample": False, "max_length": 4096, "past_present_share_buffer": True,
+                   "temperature": 1.0, "top_k": 50, "top_p": 1.0, "num_beams": 1},
+        "engine": {"dynamic_batching": {"gpu_utilization_factor": 0.6, "max_batch_size": 16}},
+    }, indent=2)
+    assert findings(tmp_path, monkeypatch, text) == []

@@ -1,0 +1,567 @@
+"""The ``sits-doctor`` command line: exit codes, rule selection, the ``rules`` / ``explain``
+commands, text output, colour, ``--target``, and the Python API behind it.
+
+Every config is written to ``tmp_path``; nothing is downloaded. Versions that matter are pinned
+with ``--target`` (or an image tag) so the installed packages cannot change the results.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from conftest import LLAMA_8B, run_cli, write
+
+ANSI = "\x1b["
+FINDING_LINE = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>SITS\d{3}) \[(?P<sev>error|warning|info)\] \S.*$")
+
+# vLLM --config YAML files, all next to a model folder ./llama (8192 positions).
+GOOD = "model: ./llama\nmax-model-len: 4096\n"
+TOO_LONG = "model: ./llama\nmax-model-len: 32768\n"  # SITS202 [error], any version
+PREFIX_FALSE = "model: ./llama\nenable-prefix-caching: false\n"  # SITS205 [warning] for vLLM <= 0.27
+SWAP = "model: ./llama\nswap-space: 4\n"  # SITS204 [error] for vLLM >= 0.18
+INFO_ONLY = "model: sits-doctor-test/not-a-cached-model\nmax-model-len: 4096\n"  # SITS202 [info]: model not found
+ALL = (  # at vLLM 0.20.0: SITS202, SITS205, SITS204 x2
+    "model: ./llama\nmax-model-len: 32768\nenable-prefix-caching: false\nswap-space: 4\n"
+    "max-seq-len-to-capture: 8192\n"
+)
+K8S = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llm
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.8.5
+          args: ["--model", "sits-doctor-test/not-a-cached-model", "--swap-space", "4"]
+"""
+
+
+def model_folder(root: Path, name: str = "llama") -> Path:
+    """A Llama-3-8B-like config.json declaring 8192 positions (no RoPE scaling)."""
+    cfg = json.loads(LLAMA_8B)
+    cfg["max_position_embeddings"] = 8192
+    cfg.pop("rope_scaling")
+    return write(root, f"{name}/config.json", json.dumps(cfg, indent=2))
+
+
+@pytest.fixture
+def proj(tmp_path: Path) -> Path:
+    model_folder(tmp_path)
+    for name, text in {
+        "good.yaml": GOOD, "too_long.yaml": TOO_LONG, "prefix_false.yaml": PREFIX_FALSE,
+        "swap.yaml": SWAP, "info_only.yaml": INFO_ONLY, "all.yaml": ALL,
+    }.items():
+        write(tmp_path, name, text)
+    write(tmp_path, "bad.yaml", "model: [unclosed\n")
+    return tmp_path
+
+
+def codes_of(result) -> list[str]:
+    """Finding codes from ``--format json`` output."""
+    return [f["code"] for f in json.loads(result.stdout)["findings"]]
+
+
+def finding_lines(stdout: str) -> list[str]:
+    return [line for line in stdout.splitlines() if FINDING_LINE.match(line)]
+
+
+# --------------------------------------------------------------------------- exit codes
+
+
+def test_clean_config_exits_0(proj):
+    r = run_cli("check", "good.yaml", cwd=proj)
+    assert r.exit_code == 0, r.stdout + r.stderr
+    assert finding_lines(r.stdout) == []
+    assert "Found 0 finding(s) in 1 file(s)" in r.stdout
+
+
+def test_findings_exit_1(proj):
+    r = run_cli("check", "too_long.yaml", cwd=proj)
+    assert r.exit_code == 1
+    assert [FINDING_LINE.match(line)["code"] for line in finding_lines(r.stdout)] == ["SITS202"]
+
+
+def test_info_only_findings_exit_0_unless_fail_on_info(proj):
+    r = run_cli("check", "info_only.yaml", cwd=proj)
+    assert r.exit_code == 0
+    assert "SITS202 [info]" in r.stdout
+    assert run_cli("check", "info_only.yaml", "--fail-on", "info", cwd=proj).exit_code == 1
+    assert run_cli("check", "info_only.yaml", "--fail-on", "warning", cwd=proj).exit_code == 0
+
+
+@pytest.mark.parametrize(("fail_on", "expected"), [(None, 1), ("info", 1), ("warning", 1), ("error", 0)])
+def test_fail_on_with_a_warning(proj, fail_on, expected):
+    args = ["check", "prefix_false.yaml", "--target", "vllm==0.10.2"]
+    if fail_on:
+        args += ["--fail-on", fail_on]
+    r = run_cli(*args, cwd=proj)
+    assert "SITS205 [warning]" in r.stdout
+    assert r.exit_code == expected
+
+
+def test_fail_on_error_still_fails_on_errors(proj):
+    assert run_cli("check", "too_long.yaml", "--fail-on", "error", cwd=proj).exit_code == 1
+
+
+@pytest.mark.parametrize(
+    ("extra", "needle"),
+    [
+        (["bad.yaml"], "bad.yaml:2:1: error: invalid YAML"),
+        (["missing.yaml"], "missing.yaml: error: no such file or directory"),
+        (["not_config.json"], "not_config.json: error: not a recognized config"),
+        (["empty.yaml"], "empty.yaml: error: empty file"),
+        (["--select", "SITS999"], "unknown rule selector 'SITS999'"),
+        (["--ignore", "NOPE"], "unknown rule selector 'NOPE'"),
+        (["--extend-select", "SITS9"], "unknown rule selector 'SITS9'"),
+        (["--target", "vllm=0.10.2"], "expected NAME==VERSION"),
+        (["--target", "nosuchframework==1.0"], "expected NAME==VERSION"),
+        (["--target", "vllm==banana"], "'banana' is not a version"),
+    ],
+    ids=["bad-yaml", "missing-path", "not-a-config", "empty-file", "unknown-select", "unknown-ignore",
+         "unknown-extend-select", "target-single-equals", "target-unknown-framework", "target-bad-version"],
+)
+def test_unusable_input_exits_2_even_with_findings(proj, extra, needle):
+    write(proj, "not_config.json", '{"foo": 1}')
+    write(proj, "empty.yaml", "\n")
+    r = run_cli("check", "too_long.yaml", *extra, cwd=proj)
+    assert r.exit_code == 2, r.stdout + r.stderr
+    assert needle in r.stderr
+
+
+def test_unusable_file_does_not_hide_other_findings(proj):
+    r = run_cli("check", "bad.yaml", "too_long.yaml", cwd=proj)
+    assert r.exit_code == 2
+    assert "SITS202" in r.stdout
+    assert "could not be used" in r.stdout
+
+
+@pytest.mark.parametrize("args", [["--fail-on", "fatal"], ["--format", "xml"], ["--gpu", "H100 x2"]])
+def test_bad_option_values_exit_2(proj, args):
+    r = run_cli("check", "good.yaml", *args, cwd=proj)
+    assert r.exit_code == 2
+
+
+def test_check_needs_a_path(proj):
+    assert run_cli("check", cwd=proj).exit_code == 2
+
+
+@pytest.fixture
+def crashing_sits205(monkeypatch):
+    from sits_doctor.rules import sits205_yaml_false_dropped as sits205
+
+    def boom(plan, ctx):
+        raise RuntimeError("boom from a test")
+
+    monkeypatch.setattr(sits205, "check", boom)
+
+
+def test_rule_crash_exits_3_without_traceback(proj, crashing_sits205):
+    r = run_cli("check", "all.yaml", "--target", "vllm==0.20.0", cwd=proj)
+    assert r.exit_code == 3
+    assert "internal error" in r.stderr
+    assert "boom from a test" in r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    # the other rules still report
+    assert "SITS202" in r.stdout and "SITS204" in r.stdout
+
+
+def test_rule_crash_with_debug_shows_traceback(proj, crashing_sits205):
+    r = run_cli("check", "all.yaml", "--target", "vllm==0.20.0", "--debug", cwd=proj)
+    assert r.exit_code == 3
+    assert "internal error" in r.stderr
+    assert "Traceback" in r.stderr and "boom from a test" in r.stderr
+
+
+def test_internal_error_beats_input_error(proj, crashing_sits205):
+    r = run_cli("check", "all.yaml", "missing.yaml", "--target", "vllm==0.20.0", cwd=proj)
+    assert r.exit_code == 3
+
+
+def test_rule_crash_in_json_output(proj, crashing_sits205):
+    r = run_cli("check", "all.yaml", "--target", "vllm==0.20.0", "--format", "json", cwd=proj)
+    assert r.exit_code == 3
+    data = json.loads(r.stdout)
+    assert data["exit_code"] == 3
+    assert any("SITS205" in e and "boom from a test" in e for e in data["internal_errors"])
+
+
+def test_reporter_crash_exits_3(proj, monkeypatch):
+    import sits_doctor.reporters
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("reporter exploded")
+
+    monkeypatch.setattr(sits_doctor.reporters, "render", boom)
+    r = run_cli("check", "too_long.yaml", cwd=proj)
+    assert r.exit_code == 3
+    assert "internal error" in r.stderr and "reporter exploded" in r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    r = run_cli("check", "too_long.yaml", "--debug", cwd=proj)
+    assert r.exit_code == 3
+    assert "Traceback" in r.stderr
+
+
+# --------------------------------------------------------------------------- rule selection
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([], {"SITS202", "SITS204", "SITS205"}),
+        (["--select", "SITS204"], {"SITS204"}),
+        (["--select", "SITS2"], {"SITS202", "SITS204", "SITS205"}),
+        (["--select", "SITS20"], {"SITS202", "SITS204", "SITS205"}),
+        (["--select", "ALL"], {"SITS202", "SITS204", "SITS205"}),
+        (["--select", "SITS202,SITS205"], {"SITS202", "SITS205"}),
+        (["--select", "SITS202, SITS205"], {"SITS202", "SITS205"}),
+        (["--select", "SITS202", "--select", "SITS205"], {"SITS202", "SITS205"}),
+        (["--ignore", "SITS204"], {"SITS202", "SITS205"}),
+        (["--ignore", "SITS202,SITS204"], {"SITS205"}),
+        (["--ignore", "SITS204", "--ignore", "SITS205"], {"SITS202"}),
+        (["--ignore", "SITS2"], set()),
+        (["--select", "SITS2", "--ignore", "SITS205"], {"SITS202", "SITS204"}),
+        (["--select", "SITS202", "--extend-select", "SITS205"], {"SITS202", "SITS205"}),
+        (["--select", "SITS202", "--extend-select", "SITS204,SITS205"], {"SITS202", "SITS204", "SITS205"}),
+        (["--extend-select", "SITS204"], {"SITS202", "SITS204", "SITS205"}),
+        (["--select", "SITS202", "--extend-select", "SITS20", "--ignore", "SITS204"], {"SITS202", "SITS205"}),
+    ],
+)
+def test_select_ignore_extend_select(proj, args, expected):
+    r = run_cli("check", "all.yaml", "--target", "vllm==0.20.0", "--format", "json", *args, cwd=proj)
+    assert set(codes_of(r)) == expected
+    assert r.exit_code == (1 if expected else 0)
+
+
+# --------------------------------------------------------------------------- rules / explain / version
+
+
+def test_rules_text_lists_every_rule(tmp_path):
+    from sits_doctor.rules import RULES
+
+    r = run_cli("rules", cwd=tmp_path)
+    assert r.exit_code == 0
+    lines = [line for line in r.stdout.splitlines() if line.strip()]
+    assert len(lines) == len(RULES)
+    for line, module in zip(lines, RULES):
+        rule = module.RULE
+        assert line.startswith(rule.code)
+        assert rule.name in line and rule.severity.value in line and rule.summary in line
+
+
+def test_rules_json_lists_every_rule(tmp_path):
+    from sits_doctor.rules import RULES
+
+    r = run_cli("rules", "--format", "json", cwd=tmp_path)
+    assert r.exit_code == 0
+    data = json.loads(r.stdout)
+    assert [d["code"] for d in data] == [m.RULE.code for m in RULES]
+    for d, m in zip(data, RULES):
+        assert d == {
+            "code": m.RULE.code, "name": m.RULE.name, "severity": m.RULE.severity.value,
+            "frameworks": list(m.RULE.frameworks), "summary": m.RULE.summary,
+        }
+
+
+def test_explain_prints_the_docstring(tmp_path):
+    from sits_doctor.rules import BY_CODE
+
+    r = run_cli("explain", "SITS202", cwd=tmp_path)
+    assert r.exit_code == 0
+    assert r.stdout.strip() == BY_CODE["SITS202"].__doc__.strip()
+    assert r.stdout.startswith("max-model-len-exceeds-model (SITS202)")
+    for heading in ("## What it does", "## Why it hurts", "## Example", "## Fix", "## Sources"):
+        assert heading in r.stdout
+
+
+def test_explain_is_case_insensitive(tmp_path):
+    assert run_cli("explain", "sits202", cwd=tmp_path).stdout == run_cli("explain", "SITS202", cwd=tmp_path).stdout
+
+
+@pytest.mark.parametrize("code", sorted(__import__("sits_doctor.rules", fromlist=["BY_CODE"]).BY_CODE))
+def test_explain_every_rule_has_sources(tmp_path, code):
+    r = run_cli("explain", code, cwd=tmp_path)
+    assert r.exit_code == 0
+    assert "## Sources" in r.stdout and f"({code})" in r.stdout
+
+
+def test_explain_unknown_code_exits_2(tmp_path):
+    r = run_cli("explain", "SITS999", cwd=tmp_path)
+    assert r.exit_code == 2
+    assert "unknown rule" in r.stderr and "SITS999" in r.stderr
+    assert r.stdout == ""
+
+
+def test_version(tmp_path):
+    import sits_doctor
+
+    r = run_cli("--version", cwd=tmp_path)
+    assert r.exit_code == 0
+    assert r.stdout.strip() == f"sits-doctor, version {sits_doctor.__version__}"
+    assert sits_doctor.__version__ == metadata.version("sits-doctor")
+
+
+# --------------------------------------------------------------------------- text output
+
+
+def test_text_finding_then_evidence_then_help(proj):
+    r = run_cli("check", "too_long.yaml", "--target", "vllm==0.10.2", cwd=proj)
+    lines = r.stdout.splitlines()
+    assert re.match(
+        r"^too_long\.yaml:2:1: SITS202 \[error\] max_model_len 32768 exceeds the 8192 that vLLM 0.10.2 derives",
+        lines[0],
+    )
+    help_at = next(i for i, line in enumerate(lines) if line.startswith("  help: "))
+    evidence = lines[1:help_at]
+    assert evidence and all(line.startswith("  = ") for line in evidence)
+    assert any("max_position_embeddings = 8192" in e for e in evidence)
+    assert "  = target: vLLM 0.10.2 (--target)" in evidence
+    assert lines[help_at] == "  help: set max_model_len to at most 8192"
+
+
+def test_text_summary_names_target_and_source(proj):
+    r = run_cli("check", "prefix_false.yaml", "--target", "vllm==0.10.2", cwd=proj)
+    assert "Found 1 finding(s) (1 warning) in 1 file(s)." in r.stdout
+    assert r.stdout.rstrip().endswith("target: vLLM 0.10.2 (--target)")
+
+
+def test_text_summary_default_target(proj, monkeypatch):
+    from sits_doctor import versions
+
+    monkeypatch.setattr(versions, "installed", lambda framework: None)
+    r = run_cli("check", "good.yaml", cwd=proj)
+    assert f"target: vLLM {versions.NEWEST_KNOWN['vllm']} (newest version the rules know)" in r.stdout
+
+
+def test_text_summary_counts_severities_errors_and_skips(proj):
+    write(proj, "d/all.yaml", ALL)
+    write(proj, "d/notes.txt", "hello\n")
+    r = run_cli("check", "d", "missing.yaml", "--target", "vllm==0.20.0", "--select", "SITS204,SITS205", cwd=proj)
+    summary = next(line for line in r.stdout.splitlines() if line.startswith("Found "))
+    assert summary.startswith("Found 3 finding(s) (2 error, 1 warning) in 1 file(s); ")
+    assert "; 1 file(s) skipped as not a recognized config" in summary
+    assert "1 file(s) or argument(s) could not be used" in summary
+
+
+def test_input_errors_go_to_stderr_with_position(proj):
+    r = run_cli("check", "bad.yaml", cwd=proj)
+    assert r.exit_code == 2
+    assert re.search(r"^bad\.yaml:2:1: error: invalid YAML", r.stderr, re.MULTILINE)
+    assert "bad.yaml" not in r.stdout.split("Found")[0]
+
+
+def test_quiet_prints_only_findings(proj):
+    r = run_cli("check", "all.yaml", "--target", "vllm==0.20.0", "-q", cwd=proj)
+    assert r.exit_code == 1
+    lines = r.stdout.splitlines()
+    assert len(lines) == 4
+    assert all(FINDING_LINE.match(line) for line in lines), lines
+    assert "Found" not in r.stdout and "help:" not in r.stdout and "  = " not in r.stdout
+
+
+def test_quiet_clean_prints_nothing(proj):
+    r = run_cli("check", "good.yaml", "--quiet", cwd=proj)
+    assert r.exit_code == 0
+    assert r.stdout.strip() == ""
+
+
+def test_statistics_counts_per_rule(proj):
+    r = run_cli("check", "all.yaml", "--target", "vllm==0.20.0", "--statistics", cwd=proj)
+    stats = [line for line in r.stdout.splitlines() if re.match(r"^\s*\d+\s+SITS\d{3}\s", line)]
+    parsed = {m[2]: (int(m[1]), m[3]) for m in (re.match(r"^\s*(\d+)\s+(SITS\d{3})\s+(\S+)$", s) for s in stats)}
+    assert parsed == {
+        "SITS202": (1, "max-model-len-exceeds-model"),
+        "SITS204": (2, "removed-or-renamed-option"),
+        "SITS205": (1, "yaml-false-dropped"),
+    }
+
+
+def test_output_file(proj):
+    r = run_cli("check", "too_long.yaml", "--output", "report.txt", cwd=proj)
+    assert r.exit_code == 1
+    assert "SITS202" not in r.stdout
+    text = (proj / "report.txt").read_text(encoding="utf-8")
+    assert text.startswith("too_long.yaml:2:1: SITS202 [error]")
+    assert "Found 1 finding(s)" in text
+
+
+def test_output_file_json(proj):
+    (proj / "out").mkdir()
+    r = run_cli("check", "too_long.yaml", "--format", "json", "-o", "out/report.json", cwd=proj)
+    assert r.exit_code == 1
+    assert r.stdout == ""
+    assert [f["code"] for f in json.loads((proj / "out/report.json").read_text())["findings"]] == ["SITS202"]
+
+
+# --------------------------------------------------------------------------- colour
+
+
+def run_keeping_ansi(*args: str, cwd: Path, env: dict | None = None):
+    """Like run_cli, but click does not strip ANSI escapes (``color=True``): whatever escapes
+    the output holds were sits-doctor's own decision."""
+    from click.testing import CliRunner
+
+    from conftest import _chdir
+    from sits_doctor.cli import main
+
+    with _chdir(cwd):
+        return CliRunner().invoke(main, list(args), env=env, color=True, catch_exceptions=False)
+
+
+@pytest.fixture
+def fake_tty(monkeypatch):
+    """Make click's test runner report stdout as a terminal."""
+    import click.testing
+
+    monkeypatch.setattr(click.testing._NamedTextIOWrapper, "isatty", lambda self: True, raising=False)
+
+
+def test_no_colour_when_not_a_tty(proj):
+    r = run_keeping_ansi("check", "too_long.yaml", cwd=proj, env={"NO_COLOR": None, "TERM": "xterm-256color"})
+    assert "SITS202" in r.stdout
+    assert ANSI not in r.stdout + r.stderr
+
+
+def test_colour_on_a_tty(proj, fake_tty):
+    r = run_keeping_ansi("check", "too_long.yaml", cwd=proj, env={"NO_COLOR": None, "TERM": "xterm-256color"})
+    assert ANSI in r.stdout
+    # the colour is decoration only: stripped, the text is the plain rendering
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout)
+    assert plain == run_cli("check", "too_long.yaml", cwd=proj).stdout
+
+
+@pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"NO_COLOR": ""}, {"NO_COLOR": None, "TERM": "dumb"}])
+def test_no_colour_when_disabled_even_on_a_tty(proj, fake_tty, env):
+    r = run_keeping_ansi("check", "too_long.yaml", cwd=proj, env=env)
+    assert "SITS202" in r.stdout
+    assert ANSI not in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github", "junit"])
+def test_no_colour_in_machine_formats_on_a_tty(proj, fake_tty, fmt):
+    r = run_keeping_ansi("check", "too_long.yaml", "--format", fmt, cwd=proj, env={"NO_COLOR": None, "TERM": "xterm"})
+    assert ANSI not in r.stdout
+
+
+def test_no_colour_in_output_file_on_a_tty(proj, fake_tty):
+    run_keeping_ansi("check", "too_long.yaml", "-o", "report.txt", cwd=proj, env={"NO_COLOR": None, "TERM": "xterm"})
+    assert ANSI not in (proj / "report.txt").read_text()
+
+
+# --------------------------------------------------------------------------- --target and image tags
+
+
+@pytest.mark.parametrize(("version", "fires"), [("0.10.2", True), ("0.27.0", True), ("0.28.0", False), ("0.33.0", False)])
+def test_target_decides_sits205(proj, version, fires):
+    r = run_cli("check", "prefix_false.yaml", "--target", f"vllm=={version}", "--format", "json", cwd=proj)
+    assert ("SITS205" in codes_of(r)) is fires
+    assert r.exit_code == (1 if fires else 0)
+
+
+@pytest.mark.parametrize(("version", "fires"), [("0.10.2", False), ("0.17.0", False), ("0.18.0", True), ("0.33.0", True)])
+def test_target_decides_sits204_swap_space(proj, version, fires):
+    r = run_cli("check", "swap.yaml", "--target", f"vllm=={version}", "--format", "json", cwd=proj)
+    assert ("SITS204" in codes_of(r)) is fires
+
+
+def test_target_aliases_and_other_frameworks(proj):
+    r = run_cli("check", "swap.yaml", "--target", "VLLM==0.17.0", "--target", "tensorrt-llm==1.0", cwd=proj)
+    assert r.exit_code == 0
+    assert "target: vLLM 0.17.0 (--target)" in r.stdout
+
+
+def test_image_tag_sets_the_target(tmp_path):
+    write(tmp_path, "k8s.yaml", K8S)
+    r = run_cli("check", "k8s.yaml", cwd=tmp_path)
+    assert r.exit_code == 0, r.stdout
+    assert "SITS204" not in r.stdout  # --swap-space still exists in 0.8.5
+    assert "target: vLLM 0.8.5 (image vllm/vllm-openai:v0.8.5 (k8s.yaml:10:18))" in r.stdout
+
+
+def test_target_overrides_the_image_tag(tmp_path):
+    write(tmp_path, "k8s.yaml", K8S)
+    r = run_cli("check", "k8s.yaml", "--target", "vllm==0.33.0", cwd=tmp_path)
+    assert r.exit_code == 1
+    assert re.search(r"^k8s\.yaml:11:\d+: SITS204 \[error\] --swap-space was removed in vLLM 0.18.0", r.stdout, re.MULTILINE)
+    assert "target: vLLM 0.33.0 (--target)" in r.stdout
+    assert "0.8.5" not in r.stdout
+
+
+def test_target_for_another_framework_keeps_the_image_tag(tmp_path):
+    write(tmp_path, "k8s.yaml", K8S)
+    r = run_cli("check", "k8s.yaml", "--target", "trtllm==1.0", cwd=tmp_path)
+    assert r.exit_code == 0
+    assert "target: vLLM 0.8.5 (image " in r.stdout
+
+
+def test_directory_walk(proj):
+    r = run_cli("check", ".", "--target", "vllm==0.20.0", "--format", "json", cwd=proj)
+    data = json.loads(r.stdout)
+    # bad.yaml met while walking is still an input error (it is YAML, not a template)
+    assert r.exit_code == 2
+    assert {Path(f["location"]["file"]).name for f in data["findings"]} >= {"too_long.yaml", "all.yaml", "swap.yaml"}
+    assert "llama/config.json" in [Path(p).as_posix() for p in (d["file"] for d in data["deployments"])]
+
+
+# --------------------------------------------------------------------------- the Python API
+
+
+def test_api_check_returns_a_report(proj, monkeypatch):
+    import sits_doctor
+
+    monkeypatch.chdir(proj)
+    report = sits_doctor.check(["all.yaml"], sits_doctor.CheckOptions(targets=["vllm==0.20.0"], isolated=True))
+    assert isinstance(report, sits_doctor.Report)
+    assert [f.code for f in report.findings] == ["SITS202", "SITS205", "SITS204", "SITS204"]
+    assert report.exit_code() == 1
+    f = report.findings[0]
+    assert f.render().startswith("all.yaml:2:1: SITS202 [error] ")
+    assert f.location.pointer == "/max-model-len"
+
+
+def test_api_accepts_paths_and_absolute_paths(proj):
+    import sits_doctor
+
+    report = sits_doctor.check([proj / "too_long.yaml"], sits_doctor.CheckOptions(isolated=True))
+    assert [f.code for f in report.findings] == ["SITS202"]
+    assert report.files_checked and Path(report.files_checked[0]).name == "too_long.yaml"
+
+
+def test_api_options(proj):
+    from sits_doctor import CheckOptions, check
+    from sits_doctor.finding import Severity
+
+    path = str(proj / "all.yaml")
+    base = dict(targets=["vllm==0.20.0"], isolated=True)
+    assert {f.code for f in check([path], CheckOptions(select=["SITS204"], **base)).findings} == {"SITS204"}
+    assert {f.code for f in check([path], CheckOptions(ignore=["SITS2"], **base)).findings} == set()
+    warn_only = check([str(proj / "prefix_false.yaml")], CheckOptions(fail_on=Severity.ERROR, **base))
+    assert [f.severity for f in warn_only.findings] == [Severity.WARNING]
+    assert warn_only.exit_code() == 0
+    assert check([str(proj / "good.yaml")], CheckOptions(isolated=True)).exit_code() == 0
+    assert check([path], CheckOptions(model_config=str(proj / "llama"), isolated=True)).exit_code() == 1
+
+
+def test_api_input_errors_do_not_raise(proj):
+    from sits_doctor import CheckOptions, check
+
+    report = check([str(proj / "too_long.yaml")], CheckOptions(select=["SITS999"], isolated=True))
+    assert report.exit_code() == 2
+    assert "SITS999" in report.errors[0].message
+    report = check([str(proj / "missing.yaml"), str(proj / "too_long.yaml")], CheckOptions(isolated=True))
+    assert report.exit_code() == 2
+    assert [f.code for f in report.findings] == ["SITS202"]
+
+
+def test_api_default_options(proj, monkeypatch):
+    import sits_doctor
+
+    monkeypatch.chdir(proj)
+    assert sits_doctor.check(["good.yaml"]).exit_code() == 0

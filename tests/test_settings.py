@@ -1,0 +1,362 @@
+"""Settings files, like ruff: ``.sits-doctor.toml`` or ``[tool.sits-doctor]`` in ``pyproject.toml``,
+the closest one above each checked file wins (no merging), command-line options override it,
+``--isolated`` ignores them, ``--config FILE`` names one.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import run_cli, write
+from test_cli import ALL, PREFIX_FALSE, TOO_LONG, model_folder
+
+# ALL at vLLM 0.20.0 fires SITS202, SITS205 and SITS204 (twice).
+EVERYTHING = ["SITS202", "SITS205", "SITS204", "SITS204"]
+
+
+def codes(result) -> list[str]:
+    return [f["code"] for f in json.loads(result.stdout)["findings"]]
+
+
+def by_file(result) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for f in json.loads(result.stdout)["findings"]:
+        out.setdefault(Path(f["location"]["file"]).as_posix(), []).append(f["code"])
+    return out
+
+
+def check_json(*args: str, cwd: Path):
+    return run_cli("check", "--format", "json", *args, cwd=cwd)
+
+
+@pytest.fixture
+def proj(tmp_path: Path) -> Path:
+    """tmp_path/proj with a model folder and all.yaml (no settings yet)."""
+    root = tmp_path / "proj"
+    model_folder(root)
+    write(root, "all.yaml", ALL)
+    return root
+
+
+def test_no_settings(proj):
+    assert codes(check_json("all.yaml", "--target", "vllm==0.20.0", cwd=proj)) == EVERYTHING
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+def test_dot_sits_doctor_toml(proj):
+    write(proj, ".sits-doctor.toml", 'select = ["SITS204"]\n')
+    assert codes(check_json("all.yaml", "--target", "vllm==0.20.0", cwd=proj)) == ["SITS204", "SITS204"]
+
+
+def test_pyproject_tool_table(proj):
+    write(proj, "pyproject.toml", '[project]\nname = "x"\n\n[tool.sits-doctor]\nignore = ["SITS204"]\n')
+    assert codes(check_json("all.yaml", "--target", "vllm==0.20.0", cwd=proj)) == ["SITS202", "SITS205"]
+
+
+def test_pyproject_without_the_table_is_passed_over(proj):
+    write(proj, ".sits-doctor.toml", 'ignore = ["SITS202"]\n')
+    write(proj, "sub/pyproject.toml", '[project]\nname = "x"\n\n[tool.ruff]\nline-length = 100\n')
+    write(proj, "sub/all.yaml", ALL.replace("./llama", "../llama"))
+    r = check_json("sub/all.yaml", "--target", "vllm==0.20.0", cwd=proj)
+    assert codes(r) == ["SITS205", "SITS204", "SITS204"]
+
+
+def test_dot_file_beats_pyproject_in_the_same_folder(proj):
+    write(proj, ".sits-doctor.toml", 'ignore = ["SITS202"]\n')
+    write(proj, "pyproject.toml", '[tool.sits-doctor]\nignore = ["SITS204"]\n')
+    assert codes(check_json("all.yaml", "--target", "vllm==0.20.0", cwd=proj)) == ["SITS205", "SITS204", "SITS204"]
+
+
+def test_closest_settings_win_without_merging(proj):
+    write(proj, ".sits-doctor.toml", 'ignore = ["SITS202"]\nfail-on = "error"\n')
+    write(proj, "sub/.sits-doctor.toml", 'ignore = ["SITS204"]\n')
+    write(proj, "sub/all.yaml", ALL.replace("./llama", "../llama"))
+    r = check_json("all.yaml", "sub/all.yaml", "--target", "vllm==0.20.0", cwd=proj)
+    assert by_file(r) == {
+        "all.yaml": ["SITS205", "SITS204", "SITS204"],
+        "sub/all.yaml": ["SITS202", "SITS205"],  # the parent's ignore is not merged in
+    }
+
+
+def test_discovered_from_the_checked_file_not_the_working_directory(proj, tmp_path):
+    write(proj, ".sits-doctor.toml", 'select = ["SITS205"]\n')
+    elsewhere = tmp_path / "elsewhere"
+    write(elsewhere, ".sits-doctor.toml", 'select = ["SITS204"]\n')
+    r = check_json(str(proj / "all.yaml"), "--target", "vllm==0.20.0", cwd=elsewhere)
+    assert codes(r) == ["SITS205"]
+
+
+def test_discovered_when_checking_a_directory(proj):
+    write(proj, ".sits-doctor.toml", 'select = ["SITS205"]\n')
+    r = check_json(".", "--target", "vllm==0.20.0", cwd=proj)
+    assert codes(r) == ["SITS205"]
+
+
+# --------------------------------------------------------------------------- keys
+
+
+def test_extend_select(proj):
+    write(proj, ".sits-doctor.toml", 'select = ["SITS202"]\nextend-select = ["SITS205"]\n')
+    assert codes(check_json("all.yaml", "--target", "vllm==0.20.0", cwd=proj)) == ["SITS202", "SITS205"]
+
+
+def test_ignore_by_prefix(proj):
+    write(proj, ".sits-doctor.toml", 'ignore = ["SITS20"]\n')
+    r = check_json("all.yaml", "--target", "vllm==0.20.0", cwd=proj)
+    assert codes(r) == [] and r.exit_code == 0
+
+
+def test_fail_on(proj):
+    write(proj, "warn.yaml", PREFIX_FALSE)
+    write(proj, ".sits-doctor.toml", 'fail-on = "error"\n')
+    r = check_json("warn.yaml", "--target", "vllm==0.10.2", cwd=proj)
+    assert codes(r) == ["SITS205"] and r.exit_code == 0
+    assert run_cli("check", "all.yaml", "--target", "vllm==0.20.0", cwd=proj).exit_code == 1
+
+
+def test_target(proj):
+    write(proj, ".sits-doctor.toml", 'target = ["vllm==0.10.2"]\n')
+    r = run_cli("check", "all.yaml", "--format", "json", cwd=proj)
+    assert codes(r) == ["SITS202", "SITS205"]  # no SITS204: swap-space exists in 0.10.2
+    assert json.loads(r.stdout)["deployments"][0]["target"].startswith("vLLM 0.10.2 ")
+
+
+def test_target_from_settings_names_the_settings_file(proj):
+    write(proj, ".sits-doctor.toml", 'target = ["vllm==0.10.2"]\n')
+    r = run_cli("check", "all.yaml", cwd=proj)
+    (target_line,) = [line for line in r.stdout.splitlines() if line.startswith("target: ")]
+    assert target_line.startswith("target: vLLM 0.10.2 (")
+    assert ".sits-doctor.toml" in target_line and "--target" not in target_line
+
+
+def test_target_beats_image_tag(tmp_path):
+    from test_cli import K8S
+
+    write(tmp_path, "k8s.yaml", K8S)
+    write(tmp_path, ".sits-doctor.toml", 'target = ["vllm==0.33.0"]\n')
+    r = run_cli("check", "k8s.yaml", "--format", "json", cwd=tmp_path)
+    assert codes(r) == ["SITS204"]
+
+
+def test_per_file_ignores(proj):
+    write(proj, "sub/all.yaml", ALL.replace("./llama", "../llama"))
+    write(proj, "other/all.yaml", ALL.replace("./llama", "../llama"))
+    write(proj, ".sits-doctor.toml", '[per-file-ignores]\n"sub/*.yaml" = ["SITS204"]\n"other/*" = ["SITS20"]\n')
+    r = check_json(".", "--target", "vllm==0.20.0", cwd=proj)
+    assert by_file(r) == {
+        "all.yaml": EVERYTHING,
+        "sub/all.yaml": ["SITS202", "SITS205"],
+    }
+
+
+def test_per_file_ignores_globs_are_relative_to_the_settings_file(proj, tmp_path):
+    write(proj, "sub/all.yaml", ALL.replace("./llama", "../llama"))
+    write(proj, ".sits-doctor.toml", '[per-file-ignores]\n"sub/*.yaml" = ["SITS204", "SITS205"]\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = check_json(str(proj / "sub/all.yaml"), "--target", "vllm==0.20.0", cwd=elsewhere)
+    assert codes(r) == ["SITS202"]
+
+
+def test_per_file_ignores_by_file_name(proj):
+    write(proj, ".sits-doctor.toml", '[per-file-ignores]\n"all.yaml" = ["SITS202"]\n')
+    r = check_json("all.yaml", "--target", "vllm==0.20.0", cwd=proj)
+    assert codes(r) == ["SITS205", "SITS204", "SITS204"]
+
+
+def test_model_config(proj):
+    write(proj, "remote.yaml", "model: sits-doctor-test/not-a-cached-model\nmax-model-len: 32768\n")
+    r = check_json("remote.yaml", "--isolated", cwd=proj)
+    assert [f["severity"] for f in json.loads(r.stdout)["findings"]] == ["info"]
+    write(proj, ".sits-doctor.toml", f'model-config = "{(proj / "llama").as_posix()}"\n')
+    r = check_json("remote.yaml", cwd=proj)
+    (finding,) = json.loads(r.stdout)["findings"]
+    assert finding["severity"] == "error" and "8192" in finding["message"]
+    assert r.exit_code == 1
+
+
+def test_model_config_relative_from_the_settings_folder(proj):
+    write(proj, "remote.yaml", "model: sits-doctor-test/not-a-cached-model\nmax-model-len: 32768\n")
+    write(proj, ".sits-doctor.toml", 'model-config = "llama"\n')
+    r = check_json("remote.yaml", cwd=proj)
+    assert [f["severity"] for f in json.loads(r.stdout)["findings"]] == ["error"]
+
+
+def test_model_config_relative_to_the_settings_file(proj, tmp_path):
+    write(proj, "remote.yaml", "model: sits-doctor-test/not-a-cached-model\nmax-model-len: 32768\n")
+    write(proj, ".sits-doctor.toml", 'model-config = "llama"\n')
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = check_json(str(proj / "remote.yaml"), cwd=elsewhere)
+    assert r.exit_code == 1, r.stderr
+    assert [f["severity"] for f in json.loads(r.stdout)["findings"]] == ["error"]
+
+
+# --------------------------------------------------------------------------- the command line overrides
+
+
+def test_cli_select_overrides_settings_select(proj):
+    write(proj, ".sits-doctor.toml", 'select = ["SITS202"]\n')
+    assert codes(check_json("all.yaml", "--target", "vllm==0.20.0", "--select", "SITS204", cwd=proj)) == ["SITS204", "SITS204"]
+
+
+def test_cli_ignore_and_extend_select_add_to_settings(proj):
+    write(proj, ".sits-doctor.toml", 'select = ["SITS202"]\nignore = ["SITS205"]\n')
+    r = check_json("all.yaml", "--target", "vllm==0.20.0", "--extend-select", "SITS204,SITS205", cwd=proj)
+    assert codes(r) == ["SITS202", "SITS204", "SITS204"]
+    r = check_json("all.yaml", "--target", "vllm==0.20.0", "--extend-select", "SITS204", "--ignore", "SITS202", cwd=proj)
+    assert codes(r) == ["SITS204", "SITS204"]
+
+
+def test_cli_fail_on_overrides(proj):
+    write(proj, "warn.yaml", PREFIX_FALSE)
+    write(proj, ".sits-doctor.toml", 'fail-on = "error"\n')
+    assert run_cli("check", "warn.yaml", "--target", "vllm==0.10.2", "--fail-on", "warning", cwd=proj).exit_code == 1
+    write(proj, "strict/.sits-doctor.toml", 'fail-on = "info"\n')
+    write(proj, "strict/warn.yaml", PREFIX_FALSE)
+    assert run_cli("check", "strict/warn.yaml", "--target", "vllm==0.10.2", cwd=proj).exit_code == 1
+    assert run_cli("check", "strict/warn.yaml", "--target", "vllm==0.10.2", "--fail-on", "error", cwd=proj).exit_code == 0
+
+
+def test_cli_target_overrides(proj):
+    write(proj, ".sits-doctor.toml", 'target = ["vllm==0.10.2"]\n')
+    r = check_json("all.yaml", "--target", "vllm==0.33.0", cwd=proj)
+    assert codes(r) == ["SITS202", "SITS204", "SITS204"]
+
+
+def test_cli_model_config_overrides(proj, tmp_path):
+    write(proj, "remote.yaml", "model: sits-doctor-test/not-a-cached-model\nmax-model-len: 16384\n")
+    big = json.loads((proj / "llama/config.json").read_text())
+    big["max_position_embeddings"] = 32768
+    write(tmp_path, "big/config.json", json.dumps(big))
+    write(proj, ".sits-doctor.toml", f'model-config = "{(proj / "llama").as_posix()}"\n')
+    assert run_cli("check", "remote.yaml", cwd=proj).exit_code == 1
+    assert run_cli("check", "remote.yaml", "--model-config", str(tmp_path / "big"), cwd=proj).exit_code == 0
+
+
+def test_isolated_ignores_settings(proj):
+    write(proj, ".sits-doctor.toml", 'select = ["SITS204"]\nfail-on = "error"\n')
+    r = check_json("all.yaml", "--target", "vllm==0.20.0", "--isolated", cwd=proj)
+    assert codes(r) == EVERYTHING
+
+
+def test_isolated_ignores_invalid_settings(proj):
+    write(proj, ".sits-doctor.toml", "this is = not [valid toml\n")
+    r = run_cli("check", "all.yaml", "--isolated", "--target", "vllm==0.20.0", cwd=proj)
+    assert r.exit_code == 1
+
+
+def test_config_file_option(proj, tmp_path):
+    write(proj, ".sits-doctor.toml", 'select = ["SITS205"]\n')
+    custom = write(tmp_path, "ci/lint.toml", 'select = ["SITS204"]\n')
+    r = check_json("all.yaml", "--target", "vllm==0.20.0", "--config", str(custom), cwd=proj)
+    assert codes(r) == ["SITS204", "SITS204"]
+
+
+def test_config_file_option_pyproject(proj, tmp_path):
+    custom = write(tmp_path, "ci/pyproject.toml", '[tool.sits-doctor]\nignore = ["SITS204", "SITS205"]\n')
+    r = check_json("all.yaml", "--target", "vllm==0.20.0", "--config", str(custom), cwd=proj)
+    assert codes(r) == ["SITS202"]
+
+
+def test_config_file_option_missing_file(proj):
+    r = run_cli("check", "all.yaml", "--config", "nope.toml", cwd=proj)
+    assert r.exit_code == 2
+    assert "nope.toml" in r.stderr
+
+
+# --------------------------------------------------------------------------- invalid settings
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("select = [\n", "invalid TOML"),
+        ('bogus = ["SITS202"]\n', "bogus"),
+        ('fail-on = "fatal"\n', "fail-on"),
+        ('select = "SITS202"\n', "select"),
+        ('[per-file-ignores]\n"*.yaml" = "SITS202"\n', "per-file-ignores"),
+    ],
+    ids=["toml-syntax", "unknown-key", "bad-fail-on", "select-not-a-list", "per-file-ignores-not-a-list"],
+)
+def test_invalid_settings_exit_2_naming_the_file(proj, text, needle):
+    settings = write(proj, ".sits-doctor.toml", text)
+    r = run_cli("check", "all.yaml", cwd=proj)
+    assert r.exit_code == 2
+    assert str(settings) in r.stderr
+    assert needle in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_invalid_pyproject_table_names_the_file(proj):
+    settings = write(proj, "pyproject.toml", '[tool.sits-doctor]\nselect = 3\n')
+    r = run_cli("check", "all.yaml", cwd=proj)
+    assert r.exit_code == 2
+    assert f"{settings}: error: invalid sits-doctor settings: select" in r.stderr
+
+
+def test_invalid_config_option_file_exit_2(proj, tmp_path):
+    custom = write(tmp_path, "lint.toml", 'unknown-key = 1\n')
+    r = run_cli("check", "all.yaml", "--config", str(custom), cwd=proj)
+    assert r.exit_code == 2
+    assert str(custom) in r.stderr and "unknown-key" in r.stderr
+
+
+def test_invalid_settings_of_a_later_path_exit_2(proj):
+    bad = write(proj, "sub/.sits-doctor.toml", 'bogus = 1\n')
+    write(proj, "sub/all.yaml", ALL.replace("./llama", "../llama"))
+    r = run_cli("check", "all.yaml", "sub/all.yaml", "--target", "vllm==0.20.0", cwd=proj)
+    assert r.exit_code == 2
+    assert str(bad) in r.stderr
+    assert "all.yaml:2:1: SITS202" in r.stdout  # the first file is still checked
+
+
+def test_invalid_target_in_settings_names_the_settings_file(proj):
+    settings = write(proj, ".sits-doctor.toml", 'target = ["vllm=0.1"]\n')
+    r = run_cli("check", "all.yaml", cwd=proj)
+    assert r.exit_code == 2
+    assert str(settings) in r.stderr
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['select = ["SITS999"]\n', 'ignore = ["SITS999"]\n', 'extend-select = ["SITS999"]\n',
+     '[per-file-ignores]\n"*.yaml" = ["SITS999"]\n'],
+    ids=["select", "ignore", "extend-select", "per-file-ignores"],
+)
+def test_unknown_code_in_settings_exit_2(proj, text):
+    settings = write(proj, ".sits-doctor.toml", text)
+    r = run_cli("check", "all.yaml", "--target", "vllm==0.20.0", cwd=proj)
+    assert r.exit_code == 2
+    assert str(settings) in r.stderr and "SITS999" in r.stderr
+
+
+# --------------------------------------------------------------------------- the Python API
+
+
+def test_api_uses_settings(proj, monkeypatch):
+    import sits_doctor
+
+    write(proj, ".sits-doctor.toml", 'select = ["SITS205"]\n')
+    monkeypatch.chdir(proj)
+    opts = sits_doctor.CheckOptions(targets=["vllm==0.20.0"])
+    assert [f.code for f in sits_doctor.check(["all.yaml"], opts).findings] == ["SITS205"]
+    isolated = sits_doctor.CheckOptions(targets=["vllm==0.20.0"], isolated=True)
+    assert [f.code for f in sits_doctor.check(["all.yaml"], isolated).findings] == EVERYTHING
+
+
+def test_api_sees_edited_settings(proj, monkeypatch):
+    import sits_doctor
+
+    monkeypatch.chdir(proj)
+    opts = sits_doctor.CheckOptions(targets=["vllm==0.20.0"])
+    assert [f.code for f in sits_doctor.check(["all.yaml"], opts).findings] == EVERYTHING
+    write(proj, ".sits-doctor.toml", 'select = ["SITS205"]\n')
+    assert [f.code for f in sits_doctor.check(["all.yaml"], opts).findings] == ["SITS205"]
+    write(proj, ".sits-doctor.toml", 'select = ["SITS202"]\n')
+    assert [f.code for f in sits_doctor.check(["all.yaml"], opts).findings] == ["SITS202"]
