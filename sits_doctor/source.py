@@ -100,6 +100,8 @@ def read_text(path: Path, display: str) -> str:
         raw = path.read_bytes()
     except OSError as exc:
         raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise InputError(display, "file is UTF-16 encoded; save it as UTF-8")
     if b"\x00" in raw[:8192]:
         raise InputError(display, "binary file (contains NUL bytes), not a text config")
     if raw.startswith(b"\xef\xbb\xbf"):

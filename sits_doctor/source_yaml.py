@@ -19,6 +19,7 @@ from sits_doctor.source import MAX_DEPTH, MAX_NODES, Pos, SourceDoc, join_pointe
 
 TEMPLATE_MARK = "__tpl__"
 _ACTION = re.compile(r"\{\{-?.*?-?\}\}")
+_MULTILINE_ACTION = re.compile(r"\{\{-?[^}]*?\n.*?-?\}\}", re.DOTALL)
 _WHOLE_LINE_ACTION = re.compile(r"^\s*(\{\{-?.*?-?\}\}\s*)+$")
 
 
@@ -31,6 +32,13 @@ def neutralize_templates(text: str) -> tuple[str, int]:
     if "{{" not in text:
         return text, 0
     count = 0
+
+    def blank(m: re.Match[str]) -> str:  # an action spanning lines ({{/* comment */}}, ...)
+        nonlocal count
+        count += 1
+        return re.sub(r"[^\n]", " ", m.group())
+
+    text = _MULTILINE_ACTION.sub(blank, text)
     out = []
     for line in text.split("\n"):
         if _WHOLE_LINE_ACTION.match(line):

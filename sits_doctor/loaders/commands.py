@@ -7,6 +7,7 @@ written at, so a finding about ``--max-model-len`` points at that flag.
 
 from __future__ import annotations
 
+import re
 import shlex
 from typing import Any
 
@@ -20,14 +21,26 @@ SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"})
 
 
-def words(doc: SourceDoc, value: Any, pointer: str) -> list[Token]:
-    """Tokens of a ``command``/``args`` value (a list of words, or one shell string)."""
-    if isinstance(value, str):
-        return split_shell(doc, value, pointer)
-    if not isinstance(value, list):
-        return []
+def words(doc: SourceDoc, fields: list[tuple[str, Any]]) -> list[Token]:
+    """Tokens of ``command`` + ``args`` (each a list of words or one shell string).
+
+    ``fields`` are (pointer, value) pairs in order; a shell and ``-c`` may sit in ``command`` with
+    the script in ``args``, so the words are looked at across fields.
+    """
+    items: list[tuple[str, Any]] = []
     tokens: list[Token] = []
-    items = [(join_pointer(pointer, i), v) for i, v in enumerate(value)]
+    for pointer, value in fields:
+        if isinstance(value, str):
+            tokens += _script_or_items(doc, items)
+            items = []
+            tokens += split_shell(doc, value, pointer)
+        elif isinstance(value, list):
+            items += [(join_pointer(pointer, i), v) for i, v in enumerate(value)]
+    return tokens + _script_or_items(doc, items)
+
+
+def _script_or_items(doc: SourceDoc, items: list[tuple[str, Any]]) -> list[Token]:
+    tokens: list[Token] = []
     for n, (ptr, item) in enumerate(items):
         text = "" if item is None else str(item)
         prev = str(items[n - 1][1]) if n else ""
@@ -44,28 +57,40 @@ def _token(doc: SourceDoc, text: str, pointer: str) -> Token:
     return Token(text, Provenance.at(doc, pointer, key=False), templated)
 
 
+_K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+
+
 def split_shell(doc: SourceDoc, script: str, pointer: str) -> list[Token]:
-    """Split a shell string into words, locating each word in the file text."""
-    lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
-    lexer.whitespace_split = True
-    lexer.commenters = ""
-    try:
-        parts = list(lexer)
-    except ValueError:  # unbalanced quotes: fall back to plain whitespace words
-        parts = script.split()
+    """Split a shell string into words, locating each word in the file text.
+
+    Each line is a command (a backslash-newline continues it); Kubernetes ``$(VAR)`` references
+    stay one word (they are unknown values, like ``$VAR``).
+    """
+    script = _K8S_VAR.sub(lambda m: "${" + m.group(1) + "}", script.replace("\\\n", "  "))
+    parts: list[str] = []
+    for line in script.split("\n"):
+        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        lexer.commenters = ""
+        try:
+            words_of_line = list(lexer)
+        except ValueError:  # unbalanced quotes: fall back to plain whitespace words
+            words_of_line = line.split()
+        if words_of_line:
+            parts += ([";"] if parts else []) + words_of_line  # a new line is a new command
     start = doc.pos(pointer)
     cursor = doc.lines.offset(start.line, start.col)
     whole_templated = pointer in doc.templated
     tokens = []
     for part in parts:
-        found = doc.text.find(part, cursor) if part else -1
+        found = doc.text.find(part, cursor) if part and part != ";" else -1
         if found >= 0:
             line, col = doc.lines.linecol(found)
             cursor = found + len(part)
         else:
-            line, col = start.line, start.col
+            line, col = doc.lines.linecol(cursor)
         prov = Provenance(file=doc.path, pointer=pointer, doc=doc.index, line=line, col=col)
-        templated = whole_templated and TEMPLATE_MARK in part or is_shell_templated(part)
+        templated = (whole_templated and TEMPLATE_MARK in part) or is_shell_templated(part)
         tokens.append(Token(part, prov, templated))
     return tokens
 

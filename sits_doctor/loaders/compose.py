@@ -23,10 +23,7 @@ def plans(doc: SourceDoc) -> list[Plan]:
         if not isinstance(service, dict):
             continue
         pointer = join_pointer("/services", name)
-        tokens = []
-        for field in ("entrypoint", "command"):
-            if field in service:
-                tokens += words(doc, service[field], join_pointer(pointer, field))
+        tokens = words(doc, [(join_pointer(pointer, f), service[f]) for f in ("entrypoint", "command") if f in service])
         image = image_setting(doc, service.get("image"), join_pointer(pointer, "image"))
         env = _environment(doc, service.get("environment"), join_pointer(pointer, "environment"))
         plan = plan_from_command(

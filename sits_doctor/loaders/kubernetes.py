@@ -47,10 +47,7 @@ def _containers(node: Any, pointer: str) -> Iterator[tuple[str, dict]]:
 
 def container_plan(doc: SourceDoc, container: dict, pointer: str, label: str) -> Plan | None:
     """The vLLM Plan of one container (``command`` + ``args``, ``image``, ``env``), if it runs vLLM."""
-    tokens = []
-    for field in ("command", "args"):
-        if field in container:
-            tokens += words(doc, container[field], join_pointer(pointer, field))
+    tokens = words(doc, [(join_pointer(pointer, f), container[f]) for f in ("command", "args") if f in container])
     image = image_setting(doc, container.get("image"), join_pointer(pointer, "image"))
     env = env_list(doc, container.get("env"), join_pointer(pointer, "env"))
     anchor = Provenance.at(doc, pointer, key=False)

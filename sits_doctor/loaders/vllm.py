@@ -22,6 +22,13 @@ VLLM_KEYS = frozenset(
     api_key generation_config enable_lora max_loras max_lora_rank lora_modules
     chat_template tool_call_parser enable_auto_tool_choice seed cpu_offload_gb
     uvicorn_log_level attention_backend kv_transfer_config async_scheduling
+    worker_use_ray speculative_model num_speculative_tokens use_v2_block_manager
+    tokenizer_pool_size tokenizer_pool_type enable_reasoning reasoning_parser device
+    num_scheduler_steps multi_step_stream_outputs preemption_mode disable_async_output_proc
+    scheduler_delay_factor rope_scaling rope_theta guided_decoding_backend task runner convert
+    max_cudagraph_capture_size cudagraph_capture_sizes enable_log_requests
+    structured_outputs_config distributed_executor_backend disable_custom_all_reduce
+    max_cpu_loras enable_prompt_adapter max_prompt_adapters long_lora_scaling_factors
     """.split()
 )
 

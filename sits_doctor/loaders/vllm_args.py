@@ -60,7 +60,7 @@ JSON_OPTIONS = frozenset(
 )
 
 _HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kmgtKMGT]?)$")
-_SHELL_VAR = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?")
+_SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?")  # $VAR, ${VAR}, k8s $(VAR)
 
 
 @dataclass(frozen=True)
@@ -107,6 +107,12 @@ def coerce(key: str, value: Any) -> Any:
         return parse_human_int(value)
     if not isinstance(value, str):
         return value
+    if "." in key:  # --compilation-config.level=3: a field of a JSON option
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return parsed if not isinstance(parsed, (dict, list)) or value.strip()[:1] in "{[" else value
     try:
         if base in INT_OPTIONS and "." not in key:
             return int(value)
