@@ -9,6 +9,8 @@ Reports options that the target framework version rejects at startup or silently
   variable, which vLLM ≥0.16 ignores.
 - **TensorRT-LLM** LLM-API / `trtllm-serve` YAML keys from before 1.0 (`use_cuda_graph`,
   `kv_cache_dtype`, `pytorch_backend_config`, ...), which 1.x rejects (`extra="forbid"`).
+- **transformers** `generation_config.json` `cache_implementation` values the target version
+  rejects (`"mamba"` from 4.56, `"dynamic_full"` by 5.24, `"offloaded"` before 4.50, ...).
 - **ORT GenAI** `genai_config.json` keys its strict parser rejects (`Unknown value`), top-level
   scalars it silently ignores, and `session_options` keys it passes to ONNX Runtime unchecked
   (a typo there is accepted and does nothing).
@@ -49,6 +51,9 @@ known, in that order; the finding's evidence says which).
 - TensorRT-LLM: release notes 1.0 "API Changes" (`docs/source/release-notes.md`), v1.0.0rc2
   (#5014, `cuda_graph_config`), `tensorrt_llm/llmapi/llm_args.py` (`StrictBaseModel`,
   `extra="forbid"`); shared/research/trtllm-ortgenai-facts.md §3.
+- transformers: `generation/configuration_utils.py` (`ALL_CACHE_IMPLEMENTATIONS`, and `"paged"`
+  from 5.0; `validate()` runs in `GenerationConfig.__init__`) in the wheels 4.45.2, 4.50.0,
+  4.53.0, 4.56.0, 5.0.0, 5.10.4 and 5.24.0; shared/research/vllm-hf-facts.md §7.
 - ORT GenAI: `src/config.cpp`, `src/json.h` (microsoft/onnxruntime-genai @00a26d59), behaviour
   reproduced on the 0.18.0 wheel; shared/research/trtllm-ortgenai-facts.md §5.
 """
@@ -70,7 +75,7 @@ RULE = Rule(
     name="removed-or-renamed-option",
     summary="option the target version rejects at startup or silently ignores",
     severity=Severity.ERROR,
-    frameworks=("vllm", "trtllm", "ortgenai"),
+    frameworks=("vllm", "trtllm", "ortgenai", "hf"),
 )
 
 
@@ -129,6 +134,24 @@ VLLM_CHANGES = (
     Change("structured_outputs_config", "use --guided-decoding-backend on this version", added="0.11.0"),
     Change("speculative_config", "use --speculative-model / --num-speculative-tokens on this version", added="0.8.2"),
 )
+# transformers' accepted `cache_implementation` values, read in the released wheels
+# (generation/configuration_utils.py, ALL_CACHE_IMPLEMENTATIONS + "paged").
+_HF_CACHE_BASE = {"static", "offloaded_static", "sliding_window", "hybrid", "mamba", "quantized"}
+_HF_STATIC_ALIASES = {"sliding_window", "hybrid", "hybrid_chunked", "offloaded_hybrid", "offloaded_hybrid_chunked"}
+HF_CACHE_IMPLEMENTATIONS = (
+    ("4.45.2", frozenset(_HF_CACHE_BASE)),
+    ("4.50.0", frozenset(_HF_CACHE_BASE | {"offloaded", "dynamic"})),
+    ("4.53.0", frozenset(_HF_CACHE_BASE | {"offloaded", "dynamic", "hybrid_chunked", "offloaded_hybrid",
+                                           "offloaded_hybrid_chunked"})),
+    ("4.56.0", frozenset({"static", "offloaded_static", "dynamic", "dynamic_full", "offloaded", "quantized"}
+                         | _HF_STATIC_ALIASES)),
+    ("5.0.0", frozenset({"static", "offloaded_static", "dynamic", "dynamic_full", "offloaded", "quantized",
+                         "paged"} | _HF_STATIC_ALIASES)),
+    ("5.10.4", frozenset({"static", "offloaded_static", "dynamic", "dynamic_full", "offloaded", "quantized",
+                          "paged"} | _HF_STATIC_ALIASES)),
+    ("5.24.0", frozenset({"static", "offloaded_static", "dynamic", "offloaded", "quantized", "paged"}
+                         | _HF_STATIC_ALIASES)),
+)
 # Pre-1.0 TensorRT-LLM LLM-API keys and their 1.x spelling (1.0 release notes; #5014).
 TRTLLM_RENAMES = {
     "use_cuda_graph": "cuda_graph_config: {} to enable (the 1.x default), cuda_graph_config: null to disable",
@@ -151,6 +174,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         yield from _trtllm(plan, ctx)
     elif plan.framework == "ortgenai":
         yield from _ortgenai(plan, ctx)
+    elif plan.framework == "hf":
+        yield from _hf(plan, ctx)
 
 
 def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
@@ -277,6 +302,37 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
                 evidence=evidence, severity=Severity.WARNING,
                 fix_hint=_did_you_mean(key, SESSION_OPTION_KEYS) or "check the spelling, or remove it",
             )
+
+
+def _hf(plan: Plan, ctx) -> Iterator[Finding]:
+    setting = plan.get("generation_config.cache_implementation")
+    if setting is None or not isinstance(setting.value, str):
+        return
+    accepted = hf_cache_implementations(ctx.target.version)
+    if accepted is None or setting.value in accepted:
+        return
+    yield RULE.finding(
+        plan, setting,
+        f'cache_implementation "{setting.value}" is not accepted by transformers {ctx.target.version}: '
+        "loading this generation config raises ValueError (Invalid `cache_implementation`)",
+        evidence=[f"target: {ctx.target}"],
+        fix_hint=f"use one of {', '.join(sorted(accepted - _HF_STATIC_ALIASES))}",
+    )
+
+
+def hf_cache_implementations(version: str) -> frozenset[str] | None:
+    """Values accepted at ``version``: sure only when the sampled releases around it agree.
+
+    Between two sampled releases a value counts as accepted if either accepts it (we do not know
+    where in between it changed); before the first sampled release nothing is judged.
+    """
+    ver = V(version)
+    below = [(V(v), values) for v, values in HF_CACHE_IMPLEMENTATIONS if V(v) <= ver]
+    above = [values for v, values in HF_CACHE_IMPLEMENTATIONS if V(v) > ver]
+    if not below:
+        return None
+    sampled, values = below[-1]
+    return values if sampled == ver or not above else values | above[0]
 
 
 def _session_options(node: Any, pointer: str) -> Iterator[tuple[str, dict]]:

@@ -132,29 +132,25 @@ def test_good_and_bad_fixtures(path: Path):
 
 
 def test_whole_tree():
-    """One run over fixtures/ finds problems in every framework that has rules and in every
-    wrapper format, and every HF model config is read (as a config and as the served model)."""
+    """One run over fixtures/ finds problems in every framework and in every wrapper format, and
+    HF model configs are read (as configs and as the served models)."""
     result = run_cli("check", "fixtures/", "--format", "json", cwd=REPO)
     assert result.exit_code == 1, result.stderr
     report = json.loads(result.stdout)
     assert report["errors"] == [] and report["internal_errors"] == []
-    framework_of = {}
-    for d in report["deployments"]:
-        framework_of.setdefault(d["file"], set()).add(d["framework"])
+    framework_of = {d["label"]: d["framework"] for d in report["deployments"]}
     by_framework: dict[str, int] = {}
     by_folder: dict[str, int] = {}
     for f in report["findings"]:
-        file = f["location"]["file"]
-        for fw in framework_of[file]:
-            by_framework[fw] = by_framework.get(fw, 0) + 1
-        folder = Path(file).relative_to("fixtures").parts[0]
+        fw = framework_of[f["plan"]]
+        by_framework[fw] = by_framework.get(fw, 0) + 1
+        folder = Path(f["location"]["file"]).relative_to("fixtures").parts[0]
         by_folder[folder] = by_folder.get(folder, 0) + 1
-    for framework in ("vllm", "trtllm", "ortgenai"):
+    for framework in ("hf", "vllm", "trtllm", "ortgenai"):
         assert by_framework.get(framework), f"no finding from {framework}"
-    for folder in ("vllm", "trtllm", "ortgenai", "k8s", "compose", "helm"):
+    for folder in ("hf", "vllm", "trtllm", "ortgenai", "k8s", "compose", "helm"):
         assert by_folder.get(folder), f"no finding in fixtures/{folder}"
-    # No rule judges a Hugging Face config on its own yet: HF configs are checked (and clean),
-    # and their facts drive the SITS202 findings of the vLLM configs that serve them.
+    # HF model configs are read as configs and as the models vLLM configs serve.
     hf_files = {d["file"] for d in report["deployments"] if d["framework"] == "hf"}
     assert len(hf_files) >= 6
     cited = {e for f in report["findings"] for e in f["evidence"] if "fixtures/hf/" in e}

@@ -486,3 +486,51 @@ def test_pass_ortgenai_clean_config(tmp_path, monkeypatch):
      "engine": {"dynamic_batching": {"gpu_utilization_factor": 0.6, "max_batch_size": 16}}}
     """
     assert rendered(tmp_path, monkeypatch, "genai_config.json", text, "ortgenai==0.18.0") == []
+
+
+# --- transformers generation_config.json cache_implementation ------------------------------
+
+def _hf_cache(tmp_path, monkeypatch, value: str, version: str) -> list[str]:
+    write(tmp_path, "m/config.json", '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", '
+          '"num_hidden_layers": 2, "hidden_size": 64, "max_position_embeddings": 4096}')
+    write(tmp_path, "m/generation_config.json", f'{{"max_new_tokens": 64,\n "cache_implementation": "{value}"}}')
+    monkeypatch.chdir(tmp_path)
+    report = check(["m"], CheckOptions(targets=[f"transformers=={version}"], isolated=True, select=["SITS204"]))
+    assert not report.errors
+    return [f.render() for f in report.findings]
+
+
+@pytest.mark.parametrize("value, last_ok, first_rejecting", [
+    ("mamba", "4.53.0", "4.56.0"),
+    ("dynamic_full", "5.10.4", "5.24.0"),
+])
+def test_fail_cache_implementation_removed(tmp_path, monkeypatch, value, last_ok, first_rejecting):
+    assert _hf_cache(tmp_path, monkeypatch, value, last_ok) == []
+    assert _hf_cache(tmp_path, monkeypatch, value, first_rejecting) == [
+        f'm/generation_config.json:2:2: SITS204 [error] cache_implementation "{value}" is not accepted by '
+        f"transformers {first_rejecting}: loading this generation config raises ValueError "
+        "(Invalid `cache_implementation`)"
+    ]
+
+
+@pytest.mark.parametrize("value, first_rejecting_or_none, first_ok", [
+    ("offloaded", "4.45.2", "4.50.0"),
+    ("paged", "4.56.0", "5.0.0"),
+])
+def test_fail_cache_implementation_too_new(tmp_path, monkeypatch, value, first_rejecting_or_none, first_ok):
+    assert len(_hf_cache(tmp_path, monkeypatch, value, first_rejecting_or_none)) == 1
+    assert _hf_cache(tmp_path, monkeypatch, value, first_ok) == []
+
+
+def test_pass_cache_implementation_between_sampled_releases_is_not_judged(tmp_path, monkeypatch):
+    # dynamic_full: accepted by 5.10.4, rejected by 5.24.0; where in between is not known
+    assert _hf_cache(tmp_path, monkeypatch, "dynamic_full", "5.12.0") == []
+
+
+def test_pass_cache_implementation_before_first_sampled_release(tmp_path, monkeypatch):
+    assert _hf_cache(tmp_path, monkeypatch, "nonsense", "4.40.0") == []
+
+
+def test_fail_cache_implementation_unknown_value(tmp_path, monkeypatch):
+    (line,) = _hf_cache(tmp_path, monkeypatch, "nonsense", "5.24.0")
+    assert '"nonsense" is not accepted' in line
