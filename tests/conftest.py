@@ -22,6 +22,21 @@ def pytest_addoption(parser):
 
 
 @pytest.fixture
+def hermetic(monkeypatch, tmp_path):
+    """Same answers on every machine: no installed framework picks the target version, and the
+    local Hugging Face cache is empty (model ids never resolve from it)."""
+    import huggingface_hub.constants
+
+    from sits_doctor import versions
+
+    monkeypatch.setattr(versions, "installed", lambda framework: None)
+    empty = tmp_path / "hf-cache"
+    empty.mkdir()
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(empty))
+    monkeypatch.setenv("HF_HUB_CACHE", str(empty))
+
+
+@pytest.fixture
 def update_snapshots(request) -> bool:
     return request.config.getoption("--update-snapshots")
 

@@ -68,17 +68,8 @@ def snapshot_of(path: Path) -> Path:
 
 
 @pytest.fixture(autouse=True)
-def _hermetic(monkeypatch, tmp_path):
-    """Same answers on every machine: no installed framework picks the target version, and the
-    local Hugging Face cache is empty (model ids never resolve from it)."""
-    import huggingface_hub.constants
-
-    from sits_doctor import versions
-
-    monkeypatch.setattr(versions, "installed", lambda framework: None)
-    empty = tmp_path / "hf-cache"
-    empty.mkdir()
-    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(empty))
+def _hermetic(hermetic):
+    """Every fixture run is hermetic (see conftest.hermetic)."""
 
 
 def _params():

@@ -28,3 +28,21 @@ def test_exactly_two_setup_and_run_commands_and_ci_runs_the_test_one():
     assert "sits-doctor check" in demo and "pip install" in demo
     assert "pytest" in tests
     assert tests in (REPO / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_sample_output_is_what_the_command_prints(hermetic, update_snapshots):
+    """The README's sample is real output (rewritten with --update-snapshots)."""
+    from conftest import run_cli
+
+    block = README.split("<!-- sample:start -->", 1)[1].split("<!-- sample:end -->", 1)[0]
+    body = block.strip().removeprefix("```text\n").removesuffix("```").rstrip("\n")
+    command, _, shown = body.partition("\n")
+    assert command.startswith("$ sits-doctor ")
+    args = command.removeprefix("$ sits-doctor ").split()
+    result = run_cli(*args, cwd=REPO, env={"NO_COLOR": "1"})
+    assert result.exit_code == 1
+    if update_snapshots:
+        new_block = f"\n```text\n{command}\n{result.stdout.rstrip()}\n```\n"
+        (REPO / "README.md").write_text(README.replace(block, new_block), encoding="utf-8")
+        return
+    assert shown == result.stdout.rstrip()
