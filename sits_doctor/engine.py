@@ -13,6 +13,7 @@ from sits_doctor.finding import Finding, Severity
 from sits_doctor.loaders import load_paths
 from sits_doctor.modelref import ModelResolver
 from sits_doctor.plan import Plan, Target
+from sits_doctor.source import display_path
 from sits_doctor.settings import Settings, clear_caches, find_config, load_settings
 from sits_doctor.versions import parse_target, resolve
 
@@ -97,7 +98,7 @@ class _Selection:
     """
 
     def __init__(self, settings: Settings, opts: CheckOptions):
-        where = settings.source or "<arguments>"
+        where = display_path(Path(settings.source)) if settings.source else "<arguments>"
         for name in ("select", "extend_select", "ignore"):
             check_selectors(getattr(settings, name) or (), where, name.replace("_", "-"))
         for codes in settings.per_file_ignores.values():
@@ -132,7 +133,13 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
     try:
         for selectors, what in ((opts.select or (), "--select"), (opts.ignore, "--ignore"), (opts.extend_select, "--extend-select")):
             check_selectors(selectors, "<arguments>", what)
-        requested = {fw: (v, "--target") for fw, v in (parse_target(t) for t in opts.targets)}
+        requested = {}
+        for spec in opts.targets:
+            try:
+                framework, version = parse_target(spec)
+            except ValueError as exc:
+                raise InputError("<arguments>", f"--target {exc}") from None
+            requested[framework] = (version, "--target")
         base_settings = _base_settings(paths, opts)
     except (InputError, ValueError) as err:
         report.errors.append(err if isinstance(err, InputError) else InputError("<arguments>", str(err)))

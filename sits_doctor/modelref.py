@@ -50,8 +50,8 @@ class ModelResolver:
         )
 
     def _load(self, path: Path) -> ModelFacts:
-        from sits_doctor.loaders import _sidecars, display_path, read_docs
-        from sits_doctor.loaders import LoadResult
+        from sits_doctor.loaders import LoadResult, _sidecars, read_docs
+        from sits_doctor.source import display_path
         from sits_doctor.loaders.hf import model_facts
 
         key = path.resolve()

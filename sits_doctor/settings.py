@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sits_doctor.errors import InputError
 from sits_doctor.finding import Severity
+from sits_doctor.source import display_path
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -74,12 +75,13 @@ def _find_in(folder: Path) -> Path | None:
 
 @lru_cache(maxsize=None)
 def load_settings(path: Path) -> Settings:
+    shown = display_path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read settings: {exc}") from None
+        raise InputError(shown, f"cannot read settings: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(str(path), f"invalid TOML: {exc}") from None
+        raise InputError(shown, f"invalid TOML: {exc}") from None
     if path.name == "pyproject.toml":
         data = data.get("tool", {}).get("sits-doctor", {})
     try:
@@ -88,7 +90,7 @@ def load_settings(path: Path) -> Settings:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
         )
-        raise InputError(str(path), f"invalid sits-doctor settings: {problems}") from None
+        raise InputError(shown, f"invalid sits-doctor settings: {problems}") from None
     return settings.model_copy(update={"root": path.parent, "source": str(path)})
 
 

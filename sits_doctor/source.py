@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -82,6 +83,15 @@ class LineIndex:
 
     def offset(self, line: int, col: int) -> int:
         return self.starts[line - 1] + col - 1
+
+
+def display_path(path: Path) -> str:
+    """The path as the user will read it: relative to the working directory when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
 
 
 def read_text(path: Path, display: str) -> str:

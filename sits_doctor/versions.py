@@ -37,11 +37,11 @@ def parse_target(spec: str) -> tuple[str, str]:
     framework = ALIASES.get(name.strip().lower())
     if not sep or framework is None:
         known = ", ".join(sorted(set(ALIASES)))
-        raise ValueError(f"--target {spec!r}: expected NAME==VERSION with NAME one of {known}")
+        raise ValueError(f"{spec!r}: expected NAME==VERSION with NAME one of {known}")
     try:
         Version(version.strip())
     except InvalidVersion:
-        raise ValueError(f"--target {spec!r}: {version!r} is not a version") from None
+        raise ValueError(f"{spec!r}: {version!r} is not a version") from None
     return framework, version.strip()
 
 

@@ -5,6 +5,8 @@ the closest one above each checked file wins (no merging), command-line options 
 
 from __future__ import annotations
 
+import os
+
 import json
 from pathlib import Path
 
@@ -288,7 +290,7 @@ def test_invalid_settings_exit_2_naming_the_file(proj, text, needle):
     settings = write(proj, ".sits-doctor.toml", text)
     r = run_cli("check", "all.yaml", cwd=proj)
     assert r.exit_code == 2
-    assert str(settings) in r.stderr
+    assert ': error:' in r.stderr and settings.name in r.stderr.split(': error:')[0]
     assert needle in r.stderr
     assert "Traceback" not in r.stderr
 
@@ -297,7 +299,7 @@ def test_invalid_pyproject_table_names_the_file(proj):
     settings = write(proj, "pyproject.toml", '[tool.sits-doctor]\nselect = 3\n')
     r = run_cli("check", "all.yaml", cwd=proj)
     assert r.exit_code == 2
-    assert f"{settings}: error: invalid sits-doctor settings: select" in r.stderr
+    assert "pyproject.toml: error: invalid sits-doctor settings: select" in r.stderr
 
 
 def test_invalid_config_option_file_exit_2(proj, tmp_path):
@@ -312,7 +314,7 @@ def test_invalid_settings_of_a_later_path_exit_2(proj):
     write(proj, "sub/all.yaml", ALL.replace("./llama", "../llama"))
     r = run_cli("check", "all.yaml", "sub/all.yaml", "--target", "vllm==0.20.0", cwd=proj)
     assert r.exit_code == 2
-    assert str(bad) in r.stderr
+    assert os.path.relpath(bad, proj) in r.stderr
     assert "all.yaml:2:1: SITS202" in r.stdout  # the first file is still checked
 
 
@@ -320,7 +322,7 @@ def test_invalid_target_in_settings_names_the_settings_file(proj):
     settings = write(proj, ".sits-doctor.toml", 'target = ["vllm=0.1"]\n')
     r = run_cli("check", "all.yaml", cwd=proj)
     assert r.exit_code == 2
-    assert str(settings) in r.stderr
+    assert ': error:' in r.stderr and settings.name in r.stderr.split(': error:')[0]
 
 
 @pytest.mark.parametrize(
@@ -333,7 +335,7 @@ def test_unknown_code_in_settings_exit_2(proj, text):
     settings = write(proj, ".sits-doctor.toml", text)
     r = run_cli("check", "all.yaml", "--target", "vllm==0.20.0", cwd=proj)
     assert r.exit_code == 2
-    assert str(settings) in r.stderr and "SITS999" in r.stderr
+    assert settings.name in r.stderr.split(': error:')[0] and "SITS999" in r.stderr
 
 
 # --------------------------------------------------------------------------- the Python API

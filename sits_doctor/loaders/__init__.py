@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 from sits_doctor.errors import InputError, Notice
 from sits_doctor.loaders import compose, helm, hf, kubernetes, ortgenai, trtllm, vllm
 from sits_doctor.plan import Plan
-from sits_doctor.source import SourceDoc, parse_json, read_text
+from sits_doctor.source import SourceDoc, display_path, parse_json, read_text
 from sits_doctor.source_yaml import parse_yaml
 
 CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml"})
@@ -42,15 +42,6 @@ class LoadResult:
     notices: list[Notice] = field(default_factory=list)
     files_checked: list[str] = field(default_factory=list)
     skipped: int = 0
-
-
-def display_path(path: Path) -> str:
-    """The path as the user will read it: relative to the working directory when inside it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return str(path)
-    return str(path) if rel.startswith("..") else rel
 
 
 def load_paths(paths: Sequence[str | Path]) -> LoadResult:
@@ -116,7 +107,7 @@ def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consu
     templated = sum(len(d.templated) for d in docs)
     if templated:
         result.notices.append(
-            Notice(display, f"{templated} value(s) come from Helm {{{{ }}}} templates and were not checked")
+            Notice(display, f"{templated} value(s) hold {{{{ }}}} template expressions and were not checked")
         )
 
 

@@ -42,9 +42,25 @@ def summary(report: Report) -> str:
     files = f"in {len(report.files_checked)} file(s)"
     skipped = f"; {report.skipped} file(s) skipped as not a recognized config" if report.skipped else ""
     errors = f"; {len(report.errors)} file(s) or argument(s) could not be used" if report.errors else ""
-    targets = sorted({p.target for p in report.plans})
-    target_line = "".join(f"\ntarget: {t}" for t in targets)
-    return f"{found} {files}{skipped}{errors}.{target_line}"
+    return f"{found} {files}{skipped}{errors}." + "".join(f"\ntarget: {t}" for t in target_lines(report))
+
+
+def target_lines(report: Report) -> list[str]:
+    """One line per framework version judged against, with where it came from."""
+    sources: dict[str, list[str]] = {}
+    for plan in report.plans:
+        version, _, source = plan.target.partition(" (")
+        sources.setdefault(version, []).append(source.removesuffix(")"))
+    lines = []
+    for version, found in sorted(sources.items()):
+        unique = sorted(set(found))
+        if len(unique) == 1:
+            lines.append(f"{version} ({unique[0]})")
+        else:
+            kinds = Counter(s.split(" ", 1)[0] if s.startswith("image ") else s for s in found)
+            parts = [f"{'image tag' if k == 'image' else k} ×{n}" for k, n in sorted(kinds.items())]
+            lines.append(f"{version} ({', '.join(parts)}; each finding says which)")
+    return lines
 
 
 def _colorize(text: str) -> str:
