@@ -46,8 +46,6 @@ def plan_from_config_yaml(doc: SourceDoc) -> Plan:
     """A ``vllm serve --config cfg.yaml`` file: top-level keys are flag names without ``--``."""
     settings: dict[str, Setting] = {}
     for key, setting in flatten(doc, doc.data, normalize=normalize_key).items():
-        if "." in key and key.partition(".")[0] not in doc.data and normalize_key(key.partition(".")[0]) == key.partition(".")[0]:
-            pass
         value = coerce(key, setting.value) if not setting.templated else setting.value
         setting = setting.model_copy(update={"value": value})
         settings[key] = setting
