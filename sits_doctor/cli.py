@@ -11,7 +11,6 @@ import traceback
 import click
 
 from sits_doctor import __version__
-from sits_doctor.finding import Severity
 from sits_doctor.reporters import FORMATS
 
 
@@ -43,7 +42,7 @@ def main() -> None:
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
 @selection_options
-@click.option("--fail-on", type=click.Choice([s.value for s in Severity]), help="Lowest severity that fails (default: warning).")
+@click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), help="Lowest severity that fails (default: warning).")
 @click.option("--target", "targets", multiple=True, metavar="NAME==VERSION", help="Framework version to judge against, e.g. vllm==0.11.")
 @click.option("--gpu", metavar="NAME[xN]", help="The GPU the deployment runs on, e.g. H100-80GBx2.")
 @click.option("--model-config", type=click.Path(exists=True), help="config.json (or its folder) of the served model.")
@@ -56,6 +55,7 @@ def check(paths, fmt, output, select, extend_select, ignore, fail_on, targets, g
           config_file, isolated, statistics, quiet, debug) -> None:
     """Check config files and folders. Exit 0 clean, 1 findings, 2 unusable input, 3 internal error."""
     from sits_doctor.engine import CheckOptions, check as run_check
+    from sits_doctor.finding import Severity
     from sits_doctor.reporters import render
     from sits_doctor.reporters.text import diagnostics
 
