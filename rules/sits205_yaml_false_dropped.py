@@ -85,6 +85,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         on_since = DEFAULT_ON.get(key)
         flag = f"--no-{key.replace('_', '-')}"
         evidence = [f"target: {ctx.target}"]
+        if on_since is not None and version >= V(on_since):
+            evidence.insert(0, f"{key} = on (default of vLLM {ctx.target.version}: V1 engine, from {on_since})")
         if version >= V(FIXED_IN):
             yield RULE.finding(
                 plan, setting,
