@@ -5,7 +5,7 @@ Reports options that the target framework version rejects at startup or silently
 - **vLLM** engine arguments (command line, `--config` YAML, Kubernetes/compose/Helm wrappers)
   that the target version no longer has (`--swap-space` ≥0.18, `--calculate-kv-scales` ≥0.28,
   `--max-seq-len-to-capture` ≥0.11, `--cuda-graph-sizes` ≥0.13, `--task` ≥0.13, ...) or does not
-  have yet (`--max-cudagraph-capture-size` <0.12), and the `VLLM_ATTENTION_BACKEND` environment
+  have yet (`--max-cudagraph-capture-size` <0.11.1), and the `VLLM_ATTENTION_BACKEND` environment
   variable, which vLLM ≥0.16 ignores.
 - **TensorRT-LLM** LLM-API / `trtllm-serve` YAML keys from before 1.0 (`use_cuda_graph`,
   `kv_cache_dtype`, `pytorch_backend_config`, ...), which 1.x rejects (`extra="forbid"`).
@@ -46,7 +46,8 @@ known, in that order; the finding's evidence says which).
   of the source releases 0.5.5 … 0.33.0 (last version with the flag, first without);
   `VLLM_ATTENTION_BACKEND` in `vllm/envs.py` (present 0.14.0, absent 0.16.0);
   `CompilationConfig.max_capture_size` `init=False` (`vllm/config/compilation.py@0.11.0`), gone in
-  0.12.0, and `extra="forbid"` on `CompilationConfig` from 0.13.0;
+  0.11.1, and `extra="forbid"` on `CompilationConfig` from 0.13.0; the table is checked against a
+  scan of the flags in each source release (tests/data/vllm_flags.json, tools/scan_vllm_flags.py);
   shared/research/vllm-hf-facts.md §1, §1b, §1c.
 - TensorRT-LLM: release notes 1.0 "API Changes" (`docs/source/release-notes.md`), v1.0.0rc2
   (#5014, `cuda_graph_config`), `tensorrt_llm/llmapi/llm_args.py` (`StrictBaseModel`,
@@ -107,7 +108,7 @@ VLLM_CHANGES = (
     Change("disable_async_output_proc", "remove it (V0-only)", removed="0.11.0"),
     Change("scheduler_delay_factor", "remove it (V0-only)", removed="0.11.0"),
     Change("max_seq_len_to_capture", "remove it; V1 sizes CUDA graphs by tokens per step "
-           "(--cuda-graph-sizes on 0.11, --max-cudagraph-capture-size from 0.12)", removed="0.11.0"),
+           "(--cuda-graph-sizes on 0.11, --max-cudagraph-capture-size from 0.11.1)", removed="0.11.0"),
     Change("rope_scaling", "use --hf-overrides '{\"rope_scaling\": ...}'", removed="0.11.1"),
     Change("rope_theta", "use --hf-overrides '{\"rope_theta\": ...}'", removed="0.11.1"),
     Change("guided_decoding_backend", "use --structured-outputs-config.backend", deprecated="0.11.0", removed="0.12.0"),
@@ -119,15 +120,15 @@ VLLM_CHANGES = (
            "use --structured-outputs-config.disable_additional_properties", deprecated="0.11.0", removed="0.12.0"),
     Change("lora_extra_vocab_size", "remove it", removed="0.12.0"),
     Change("cuda_graph_sizes", "use --cudagraph-capture-sizes or --max-cudagraph-capture-size",
-           deprecated="0.12.0", removed="0.13.0"),
+           deprecated="0.11.1", removed="0.13.0"),
     Change("task", "use --runner / --convert", deprecated="0.11.2", removed="0.13.0"),
     Change("disable_log_requests", "remove it (request logging is off by default; "
            "--enable-log-requests turns it on)", deprecated="0.10.1", removed="0.17.0"),
     Change("swap_space", "remove it (no CPU swap space in the V1 engine)", removed="0.18.0"),
     Change("calculate_kv_scales", "remove it; fp8 KV without checkpoint k/v scales uses scale 1.0",
            deprecated="0.20.0", removed="0.28.0"),
-    Change("max_cudagraph_capture_size", "use --cuda-graph-sizes on this version", added="0.12.0"),
-    Change("cudagraph_capture_sizes", "use --compilation-config '{\"cudagraph_capture_sizes\": [...]}'", added="0.12.0"),
+    Change("max_cudagraph_capture_size", "use --cuda-graph-sizes on this version", added="0.11.1"),
+    Change("cudagraph_capture_sizes", "use --compilation-config '{\"cudagraph_capture_sizes\": [...]}'", added="0.11.1"),
     Change("enable_log_requests", "request logging is already on unless --disable-log-requests", added="0.10.1"),
     Change("runner", "use --task on this version", added="0.10.1"),
     Change("convert", "use --task on this version", added="0.10.1"),
@@ -153,14 +154,14 @@ HF_CACHE_IMPLEMENTATIONS = (
                          | _HF_STATIC_ALIASES)),
 )
 # Pre-1.0 TensorRT-LLM LLM-API keys and their 1.x spelling (1.0 release notes; #5014).
-TRTLLM_RENAMES = {
+TRTLLM_RENAMES: dict[str, str | None] = {
     "use_cuda_graph": "cuda_graph_config: {} to enable (the 1.x default), cuda_graph_config: null to disable",
     "cuda_graph_batch_sizes": "cuda_graph_config.batch_sizes",
     "cuda_graph_max_batch_size": "cuda_graph_config.max_batch_size",
     "cuda_graph_padding_enabled": "cuda_graph_config.enable_padding",
     "cuda_graph_config.padding_enabled": "cuda_graph_config.enable_padding",
     "kv_cache_dtype": "kv_cache_config.dtype",
-    "mixed_sampler": "enable_mixed_sampler",
+    "mixed_sampler": None,  # 1.0 renamed it enable_mixed_sampler, which later 1.x releases no longer have
     "autotuner_enabled": "enable_autotuner",
     "pytorch_backend_config": "its fields at the top level (PyTorchConfig is no longer accepted)",
 }
@@ -211,7 +212,7 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             message = (f"compilation_config.max_capture_size is not a field in vLLM {ctx.target.version}, "
                        "whose CompilationConfig forbids unknown fields: startup fails")
             severity = Severity.ERROR
-        elif version >= V("0.12.0"):
+        elif version >= V("0.11.1"):
             message = (f"compilation_config.max_capture_size is not a field in vLLM {ctx.target.version}: "
                        "it is silently ignored")
             severity = Severity.WARNING
@@ -220,7 +221,7 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
                        "(init=False): the value you set is silently ignored")
             severity = Severity.WARNING
         yield RULE.finding(plan, capture, message, evidence=evidence, severity=severity,
-                           fix_hint="use max_cudagraph_capture_size (≥0.12) or cudagraph_capture_sizes")
+                           fix_hint="use max_cudagraph_capture_size (≥0.11.1) or cudagraph_capture_sizes")
     backend = plan.env.get("VLLM_ATTENTION_BACKEND")
     if backend is not None:
         if version >= V("0.16.0"):
@@ -251,7 +252,8 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
                 plan, setting,
                 f"{key} is a pre-1.0 LLM-API option: TensorRT-LLM {ctx.target.version} rejects unknown "
                 "keys at startup (pydantic extra='forbid')",
-                evidence=evidence, fix_hint=f"use {new}",
+                evidence=evidence,
+                fix_hint=f"use {new}" if new else "remove it (1.0 renamed it enable_mixed_sampler, which later 1.x releases no longer have)",
             )
 
 

@@ -44,7 +44,7 @@ def main() -> None:
 @selection_options
 @click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), help="Lowest severity that fails (default: warning).")
 @click.option("--target", "targets", multiple=True, metavar="NAME==VERSION", help="Framework version to judge against, e.g. vllm==0.11.")
-@click.option("--gpu", metavar="NAME[xN]", help="The GPU the deployment runs on, e.g. H100-80GBx2.")
+@click.option("--gpu", metavar="NAME[xN]", help="The GPU the deployment runs on, e.g. H100-80GBx2 (for rules that size memory; none yet).")
 @click.option("--model-config", type=click.Path(exists=True), help="config.json (or its folder) of the served model.")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), help="Settings file to use instead of discovery.")
 @click.option("--isolated", is_flag=True, help="Ignore settings files.")
@@ -82,8 +82,12 @@ def check(paths, fmt, output, select, extend_select, ignore, fail_on, targets, g
         click.echo(f"sits-doctor: internal error: {detail}\n(run with --debug for the traceback, and please report it)", err=True)
         sys.exit(3)
     if output:
-        with open(output, "w", encoding="utf-8") as fh:
-            fh.write(text + "\n")
+        try:
+            with open(output, "w", encoding="utf-8") as fh:
+                fh.write(text + "\n")
+        except OSError as exc:
+            click.echo(f"{output}: error: cannot write the report: {exc.strerror or exc}", err=True)
+            sys.exit(2)
     elif text:
         click.echo(text)
     diag = diagnostics(report, quiet=quiet or fmt != "text")

@@ -182,7 +182,8 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
             except Exception as exc:  # a rule bug must not hide other results
                 detail = traceback.format_exc() if opts.debug else repr(exc)
                 report.internal_errors.append(f"{rule.code} crashed on {plan.label}: {detail}")
-    report.findings = sorted(set(report.findings), key=Finding.sort_key)
+    unique = {(f.sort_key(), f.plan): f for f in report.findings}  # shared YAML anchors repeat
+    report.findings = sorted(unique.values(), key=Finding.sort_key)
     return report
 
 

@@ -66,13 +66,14 @@ class ModelResolver:
 
     @staticmethod
     def _with_overrides(facts: ModelFacts, plan: Plan) -> ModelFacts:
-        overrides = plan.get("hf_overrides")
-        if overrides is None or not isinstance(overrides.value, dict):
-            return facts
+        """Apply ``hf_overrides`` (a mapping, a JSON string, or ``--hf-overrides.key=value``)."""
         found: dict[str, Setting] = {}
-        for key, value in overrides.value.items():
-            sub = plan.get(f"hf_overrides.{key}") or overrides
-            found[key] = sub.model_copy(update={"key": key, "value": value, "raw": value})
+        for key, setting in plan.settings.items():
+            name = key.removeprefix("hf_overrides.")
+            if name != key and "." not in name and not setting.templated:
+                found[name] = setting.model_copy(update={"key": name})
+        if not found:
+            return facts
         return facts.model_copy(update={"overrides": {**facts.overrides, **found}})
 
 

@@ -42,13 +42,13 @@ class Provenance(BaseModel):
         return self.note or self.kind
 
     @classmethod
-    def at(cls, doc: SourceDoc, pointer: str, *, key: bool = True, col_offset: int = 0) -> "Provenance":
+    def at(cls, doc: SourceDoc, pointer: str, *, key: bool = True) -> "Provenance":
         """Provenance of ``pointer`` in ``doc``: the key's position when there is one."""
         pos = doc.pos(pointer)
         if key and pos.key_line is not None:
             line, col = pos.key_line, pos.key_col or 1
         else:
-            line, col = pos.line, pos.col + col_offset
+            line, col = pos.line, pos.col
         return cls(file=doc.path, pointer=pointer, doc=doc.index, line=line, col=col)
 
 

@@ -39,7 +39,6 @@ DEFAULT_WHEN_UNKNOWN = 2048
 class DerivedLen:
     value: float
     key: str  # the config key vLLM names in its error message
-    source: Setting | None  # where that key sits
     steps: list[str] = field(default_factory=list)  # human-readable derivation, with positions
     model_max_length: int | None = None
 
@@ -50,18 +49,18 @@ def derived_max_model_len(model: ModelFacts, version: str, *, disable_sliding_wi
     present = [(k, s) for k, s in present if s is not None and isinstance(s.value, (int, float)) and not isinstance(s.value, bool)]
     if present:
         key, setting = min(present, key=lambda ks: ks[1].value)
-        out = DerivedLen(setting.value, key, setting, [f"{key} = {setting.value} ({setting.prov})"])
+        out = DerivedLen(setting.value, key, [f"{key} = {setting.value} ({setting.prov})"])
     else:
-        out = DerivedLen(float("inf"), "max_position_embeddings", None)
+        out = DerivedLen(float("inf"), "max_position_embeddings")
     mml = model.fact("model_max_length")
     if mml is not None and isinstance(mml.value, int) and mml.value:
         out.model_max_length = mml.value
         if out.key != "model_max_length":
-            out.value, out.key, out.source = mml.value, "model_max_length", mml
+            out.value, out.key = mml.value, "model_max_length"
             out.steps.append(f"model_max_length = {mml.value} overrides ({mml.prov})")
     window = model.fact("sliding_window")
     if disable_sliding_window and window is not None and isinstance(window.value, int) and window.value < out.value:
-        out.value, out.key, out.source = window.value, "sliding_window", window
+        out.value, out.key = window.value, "sliding_window"
         out.steps.append(f"--disable-sliding-window: sliding_window = {window.value} ({window.prov})")
     if out.value == float("inf"):
         # vLLM keeps a user-given max_model_len as is; only an unset one becomes 2048.
@@ -109,10 +108,6 @@ def _apply_rope(model: ModelFacts, ver, out: DerivedLen) -> None:
         out.value = out.value * factor
         if factor != 1.0:
             out.steps.append(f"{setting.key} factor {factor} multiplies it → {out.value} ({setting.prov})")
-
-
-def _fmt(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else str(x)
 
 
 def allow_long_max_model_len(env: dict[str, Setting]) -> Setting | None:

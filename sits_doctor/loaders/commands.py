@@ -71,7 +71,7 @@ def split_shell(doc: SourceDoc, script: str, pointer: str) -> list[Token]:
     for line in script.split("\n"):
         lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
-        lexer.commenters = ""
+        lexer.commenters = "#"  # a word starting with # comments out the rest of the line
         try:
             words_of_line = list(lexer)
         except ValueError:  # unbalanced quotes: fall back to plain whitespace words

@@ -51,7 +51,8 @@ def container_plan(doc: SourceDoc, container: dict, pointer: str, label: str) ->
     image = image_setting(doc, container.get("image"), join_pointer(pointer, "image"))
     env = env_list(doc, container.get("env"), join_pointer(pointer, "env"))
     anchor = Provenance.at(doc, pointer, key=False)
-    return plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env)
+    return plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env,
+                             entrypoint_kept=not container.get("command"))
 
 
 def env_list(doc: SourceDoc, env: Any, pointer: str) -> dict[str, Setting]:

@@ -33,13 +33,20 @@ VLLM_KEYS = frozenset(
 )
 
 
+# Names that plenty of other YAML files use too (Hydra, training configs): never enough alone.
+GENERIC_KEYS = frozenset(
+    "model device seed dtype host port tokenizer task download_dir load_format api_key revision "
+    "runner convert quantization block_size".split()
+)
+
+
 def is_vllm_yaml(data: Any) -> bool:
-    """A mapping whose keys are (mostly) vLLM engine-argument names."""
+    """A mapping whose keys are mostly vLLM engine-argument names, one of them specific to vLLM."""
     if not isinstance(data, dict) or not data:
         return False
-    keys = [normalize_key(str(k)) for k in data]
-    known = sum(1 for k in keys if k.partition(".")[0] in VLLM_KEYS)
-    return known >= 1 and known * 2 >= len(keys)
+    keys = [normalize_key(str(k)).partition(".")[0] for k in data]
+    known = [k for k in keys if k in VLLM_KEYS]
+    return any(k not in GENERIC_KEYS for k in known) and len(known) * 2 >= len(keys)
 
 
 def plan_from_config_yaml(doc: SourceDoc) -> Plan:
@@ -71,9 +78,16 @@ def plan_from_command(
     anchor: Provenance,
     image: Setting | None = None,
     env: dict[str, Setting] | None = None,
+    entrypoint_kept: bool = True,
 ) -> Plan | None:
-    """A Plan for the vLLM invocation inside ``tokens``, or None if there is none."""
-    image_is_vllm = image is not None and "vllm" in str(image.value).rsplit("/", 1)[-1]
+    """A Plan for the vLLM invocation inside ``tokens``, or None if there is none.
+
+    ``entrypoint_kept``: the image's own entrypoint runs (k8s without ``command``, compose without
+    ``entrypoint``), so with a vLLM image the words are the server's arguments.
+    """
+    image_is_vllm = (
+        entrypoint_kept and image is not None and "vllm" in str(image.value).rsplit("/", 1)[-1]
+    )
     found = vllm_invocation(tokens, image_is_vllm)
     if found is None:
         return None

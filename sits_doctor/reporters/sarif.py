@@ -113,6 +113,7 @@ def render(report: Report) -> str:
                 "rules": rules,
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": root.as_uri() + "/"}},
+            "columnKind": "unicodeCodePoints",
             "invocations": [{
                 "executionSuccessful": not (report.internal_errors or report.errors),
                 "toolExecutionNotifications": notifications,

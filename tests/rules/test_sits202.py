@@ -1,6 +1,6 @@
 """SITS202 max-model-len-exceeds-model: edge cases of vLLM's max_model_len derivation.
 
-Expected behaviour comes from vLLM's ``_get_and_verify_max_len`` (read in /tmp/vsrc/<version>/,
+Expected behaviour comes from vLLM's ``_get_and_verify_max_len`` (read in the vLLM source releases,
 summarised in shared/research/vllm-hf-facts.md §1a and vllm_helm_k8s.md §1d): min of the length
 keys, truthy ``model_max_length`` overrides, ``--disable-sliding-window`` caps at the window,
 RoPE factor multiplies unless the type is exempt (su/longrope/llama3; +yarn family from 0.30),

@@ -1,10 +1,11 @@
 """SITS204 removed-or-renamed-option: version boundaries and strict parsers.
 
-vLLM boundaries: /tmp/research/vllm_helm_k8s.md §6 (last version with the flag / first without, from
-the PyPI sdists; re-checked in /tmp/vsrc/<version>/vllm/engine/arg_utils.py), facts §1, §1b, §1c.
-TensorRT-LLM: trtllm-ortgenai-facts.md §3 and trtllm_oga.md "Pre-1.0 → 1.x key map".
-ORT GenAI: trtllm-ortgenai-facts.md §5 and trtllm_oga.md Q1 (strict sections, top-level scalars
-ignored, session_options passed through to AddConfigEntry).
+vLLM boundaries: the last release with the flag and the first without, from the vLLM source
+releases on PyPI (tests/data/vllm_flags.json, made by tools/scan_vllm_flags.py; the table itself is
+checked against it below); shared/research/vllm-hf-facts.md §1, §1b, §1c.
+TensorRT-LLM: shared/research/trtllm-ortgenai-facts.md §3 and the 1.0 release notes' API changes.
+ORT GenAI: shared/research/trtllm-ortgenai-facts.md §5 (strict sections, top-level scalars ignored,
+session_options passed through to AddConfigEntry), src/config.cpp.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ def rendered(tmp_path, monkeypatch, name, text, target) -> list[str]:
 
 def serve(tmp_path, monkeypatch, line: str, version: str) -> list[str]:
     """A ``vllm serve --config`` file whose option under test is on line 2."""
-    return rendered(tmp_path, monkeypatch, "serve.yaml", f"model: ./m\n{line}\n", f"vllm=={version}")
+    text = f"model: ./m\n{line}\nserved-model-name: m\n"  # a vLLM-only key: generic ones alone don't make a vLLM file
+    return rendered(tmp_path, monkeypatch, "serve.yaml", text, f"vllm=={version}")
 
 
 # --- vLLM: removed flags at their boundary -------------------------------------------------------
@@ -69,7 +71,7 @@ def test_pass_removed_flag_on_last_version_with_it(tmp_path, monkeypatch, line, 
 
 @pytest.mark.parametrize("line, flag, last, first, hint", REMOVED, ids=[r[1] for r in REMOVED])
 def test_fail_removed_flag_on_first_version_without_it(tmp_path, monkeypatch, line, flag, last, first, hint):
-    found = findings(tmp_path, monkeypatch, "serve.yaml", f"model: ./m\n{line}\n", f"vllm=={first}")
+    found = findings(tmp_path, monkeypatch, "serve.yaml", f"model: ./m\n{line}\nserved-model-name: m\n", f"vllm=={first}")
     assert [f.render() for f in found] == [
         f"serve.yaml:2:1: SITS204 [error] {flag} was removed in vLLM {first}: vLLM {first} rejects it at "
         "startup (unrecognized arguments)"
@@ -123,14 +125,14 @@ def test_fail_calculate_kv_scales_removed(tmp_path, monkeypatch):
     ]
 
 
-def test_pass_cuda_graph_sizes_on_0_11(tmp_path, monkeypatch):
-    assert serve(tmp_path, monkeypatch, "cuda-graph-sizes: [8, 16]", "0.11.2") == []
+def test_pass_cuda_graph_sizes_on_0_11_0(tmp_path, monkeypatch):
+    assert serve(tmp_path, monkeypatch, "cuda-graph-sizes: [8, 16]", "0.11.0") == []
 
 
-def test_fail_cuda_graph_sizes_deprecated_on_0_12(tmp_path, monkeypatch):
-    found = findings(tmp_path, monkeypatch, "serve.yaml", "model: ./m\ncuda-graph-sizes: [8, 16]\n", "vllm==0.12.0")
+def test_fail_cuda_graph_sizes_deprecated_from_0_11_1(tmp_path, monkeypatch):
+    found = findings(tmp_path, monkeypatch, "serve.yaml", "model: ./m\ncuda-graph-sizes: [8, 16]\n", "vllm==0.11.1")
     assert [f.render() for f in found] == [
-        "serve.yaml:2:1: SITS204 [warning] --cuda-graph-sizes is deprecated since vLLM 0.12.0 and is gone in 0.13.0"
+        "serve.yaml:2:1: SITS204 [warning] --cuda-graph-sizes is deprecated since vLLM 0.11.1 and is gone in 0.13.0"
     ]
     assert found[0].fix_hint == "use --cudagraph-capture-sizes or --max-cudagraph-capture-size"
 
@@ -167,18 +169,18 @@ def test_fail_or_pass_disable_log_requests_by_version(tmp_path, monkeypatch, ver
 # --- vLLM: flags that arrived later ---------------------------------------------------------------
 
 
-def test_fail_max_cudagraph_capture_size_before_0_12(tmp_path, monkeypatch):
+def test_fail_max_cudagraph_capture_size_before_0_11_1(tmp_path, monkeypatch):
     found = findings(tmp_path, monkeypatch, "serve.yaml", "model: ./m\nmax-cudagraph-capture-size: 256\n",
                      "vllm==0.11.0")
     assert [f.render() for f in found] == [
-        "serve.yaml:2:1: SITS204 [error] --max-cudagraph-capture-size arrived in vLLM 0.12.0: vLLM 0.11.0 "
+        "serve.yaml:2:1: SITS204 [error] --max-cudagraph-capture-size arrived in vLLM 0.11.1: vLLM 0.11.0 "
         "rejects it at startup"
     ]
     assert found[0].fix_hint == "use --cuda-graph-sizes on this version"
 
 
-def test_pass_max_cudagraph_capture_size_on_0_12(tmp_path, monkeypatch):
-    assert serve(tmp_path, monkeypatch, "max-cudagraph-capture-size: 256", "0.12.0") == []
+def test_pass_max_cudagraph_capture_size_from_0_11_1(tmp_path, monkeypatch):
+    assert serve(tmp_path, monkeypatch, "max-cudagraph-capture-size: 256", "0.11.1") == []
 
 
 # --- vLLM: the same boundaries on Kubernetes command lines ----------------------------------------
@@ -254,17 +256,18 @@ def test_fail_attention_backend_env_ignored(tmp_path, monkeypatch, version):
 # --- vLLM: compilation_config.max_capture_size ---------------------------------------------------
 # ≤0.11: a computed field (init=False); 0.12: gone, CompilationConfig still ignores unknown keys
 # (pydantic dataclass default extra="ignore"); from 0.13.0: @dataclass(config=ConfigDict(extra="forbid"))
-# (/tmp/vsrc/0.13.0/vllm-0.13.0/vllm/config/compilation.py:293), so startup fails.
+# (vllm/config/compilation.py@0.13.0), so startup fails.
 
 CAPTURE_JSON = "compilation-config: '{\"max_capture_size\": 256}'"
 
 
-def test_fail_max_capture_size_not_a_field_on_0_12(tmp_path, monkeypatch):
-    found = findings(tmp_path, monkeypatch, "serve.yaml", f"model: ./m\n{CAPTURE_JSON}\n", "vllm==0.12.0")
+@pytest.mark.parametrize("version", ["0.11.1", "0.12.0"])
+def test_fail_max_capture_size_not_a_field_from_0_11_1(tmp_path, monkeypatch, version):
+    found = findings(tmp_path, monkeypatch, "serve.yaml", f"model: ./m\n{CAPTURE_JSON}\n", f"vllm=={version}")
     assert [f.render() for f in found] == [
-        "serve.yaml:2:1: SITS204 [warning] compilation_config.max_capture_size is not a field in vLLM 0.12.0: it is silently ignored"
+        f"serve.yaml:2:1: SITS204 [warning] compilation_config.max_capture_size is not a field in vLLM {version}: it is silently ignored"
     ]
-    assert found[0].fix_hint == "use max_cudagraph_capture_size (≥0.12) or cudagraph_capture_sizes"
+    assert found[0].fix_hint == "use max_cudagraph_capture_size (≥0.11.1) or cudagraph_capture_sizes"
 
 
 def test_fail_max_capture_size_mapping_is_located_at_the_nested_key(tmp_path, monkeypatch):
@@ -313,7 +316,7 @@ PRE_1_0_EXPECTED = [
     (4, "cuda_graph_max_batch_size", "use cuda_graph_config.max_batch_size"),
     (5, "cuda_graph_padding_enabled", "use cuda_graph_config.enable_padding"),
     (6, "kv_cache_dtype", "use kv_cache_config.dtype"),
-    (7, "mixed_sampler", "use enable_mixed_sampler"),
+    (7, "mixed_sampler", "remove it (1.0 renamed it enable_mixed_sampler, which later 1.x releases no longer have)"),
     (8, "autotuner_enabled", "use enable_autotuner"),
 ]
 
@@ -534,3 +537,30 @@ def test_pass_cache_implementation_before_first_sampled_release(tmp_path, monkey
 def test_fail_cache_implementation_unknown_value(tmp_path, monkeypatch):
     (line,) = _hf_cache(tmp_path, monkeypatch, "nonsense", "5.24.0")
     assert '"nonsense" is not accepted' in line
+
+
+# --- the vLLM table against the flags each source release defines --------------------------
+
+def test_vllm_table_matches_the_source_releases():
+    """Every removed/added version in SITS204's table is where the flag disappears/appears in
+    the scanned vLLM source releases (tests/data/vllm_flags.json, tools/scan_vllm_flags.py)."""
+    import json
+    from pathlib import Path
+
+    from packaging.version import Version
+
+    from sits_doctor.rules.sits204_removed_or_renamed_option import VLLM_CHANGES
+
+    data = json.loads((Path(__file__).parent.parent / "data" / "vllm_flags.json").read_text())
+    scanned = [Version(v) for v in data["scanned"]]
+    for change in VLLM_CHANGES:
+        flag = f"--{change.key.replace('_', '-')}"
+        present = [Version(v) for v in data["present"][flag]]
+        assert present, flag
+        if change.removed:
+            after = [v for v in scanned if v > present[-1]]
+            assert after and after[0] == Version(change.removed), (flag, present[-1], after[:1])
+            assert not [v for v in present if v >= Version(change.removed)], flag
+        if change.added:
+            before = [v for v in scanned if v < present[0]]
+            assert present[0] == Version(change.added) and before, (flag, present[0])

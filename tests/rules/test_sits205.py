@@ -3,7 +3,7 @@
 vLLM's ``load_config_file`` (vllm/utils/argparse_utils.py; vllm/utils/__init__.py before 0.11.1)
 appends ``--key`` for ``true`` and, up to 0.27.1, nothing for ``false``; from 0.28.0 it appends
 ``--no-key`` when ``--no-key`` is one of the parser's option strings
-(/tmp/vsrc/0.28.0/vllm-0.28.0/vllm/utils/argparse_utils.py:573-577). Facts §2; defaults §1.
+(vllm/utils/argparse_utils.py@0.28.0, load_config_file). Facts §2; defaults §1.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def findings(tmp_path, monkeypatch, name: str, text: str, version: str):
 
 
 def serve(tmp_path, monkeypatch, line: str, version: str = "0.27.1"):
-    return findings(tmp_path, monkeypatch, "serve.yaml", f"model: ./m\n{line}\n", version)
+    return findings(tmp_path, monkeypatch, "serve.yaml", f"model: ./m\n{line}\nserved-model-name: m\n", version)
 
 
 @pytest.mark.parametrize("version", ["0.8.0", "0.27.1"])
