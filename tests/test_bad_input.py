@@ -540,3 +540,19 @@ def test_same_file_twice_is_checked_once(tmp_path: Path) -> None:
     r = check(tmp_path, "serve.yaml", "./serve.yaml", ".")
     assert r.exit_code == 1
     assert r.stdout.count(GOOD_FINDING) == 1
+
+
+def test_walk_skips_broken_files_that_are_not_deployment_configs(tmp_path, cli):
+    """A repository walk meets other tools' JSON/YAML: broken ones that hold nothing a deployment
+    config would are skipped with a note; a broken file that looks like a config is an error."""
+    write(tmp_path, "serve.yaml", "model: m\nswap-space: 4\n")
+    write(tmp_path, "docs/notes.yaml", "title: [unclosed\n")
+    write(tmp_path, "web/package.json", '{"name": "x", "name": "y"}')
+    r = cli("check", ".", "--target", "vllm==0.20.0", cwd=tmp_path)
+    assert r.exit_code == 1, r.stderr
+    assert "docs/notes.yaml:2:1: note: skipped: invalid YAML" in r.stderr
+    assert "web/package.json:1:15: note: skipped: duplicate key 'name'" in r.stderr
+    write(tmp_path, "k8s/broken.yaml", "args: [--max-model-len, 4096\n")
+    r = cli("check", ".", "--target", "vllm==0.20.0", cwd=tmp_path)
+    assert r.exit_code == 2
+    assert "k8s/broken.yaml:2:1: error: invalid YAML" in r.stderr

@@ -60,7 +60,7 @@ def proj(tmp_path: Path) -> Path:
         "swap.yaml": SWAP, "info_only.yaml": INFO_ONLY, "all.yaml": ALL,
     }.items():
         write(tmp_path, name, text)
-    write(tmp_path, "bad.yaml", "model: [unclosed\n")
+    write(tmp_path, "bad.yaml", "max-model-len: [unclosed\n")
     return tmp_path
 
 
@@ -504,7 +504,7 @@ def test_target_for_another_framework_keeps_the_image_tag(tmp_path):
 def test_directory_walk(proj):
     r = run_cli("check", ".", "--target", "vllm==0.20.0", "--format", "json", cwd=proj)
     data = json.loads(r.stdout)
-    # bad.yaml met while walking is still an input error (it is YAML, not a template)
+    # bad.yaml met while walking is still an input error: it is broken and looks like a vLLM config
     assert r.exit_code == 2
     assert {Path(f["location"]["file"]).name for f in data["findings"]} >= {"too_long.yaml", "all.yaml", "swap.yaml"}
     assert "llama/config.json" in [Path(p).as_posix() for p in (d["file"] for d in data["deployments"])]

@@ -44,7 +44,7 @@ def proj(tmp_path: Path) -> Path:
         "info_only.yaml": INFO_ONLY, "all.yaml": ALL, "k8s.yaml": K8S,
     }.items():
         write(tmp_path, name, text)
-    write(tmp_path, "bad.yaml", "model: [unclosed\n")
+    write(tmp_path, "bad.yaml", "max-model-len: [unclosed\n")
     return tmp_path
 
 

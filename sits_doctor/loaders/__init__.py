@@ -123,14 +123,28 @@ def read_docs(path: Path, display: str) -> list[SourceDoc]:
     return parse_yaml(text, display)
 
 
+# Words a deployment config we read would contain; a broken file without any is not ours.
+_CONFIG_MARKERS = (
+    "vllm", "max_model_len", "max-model-len", "servingEngineSpec", "pretrained_config",
+    "build_config", "context_length", "genai", "architectures", "model_type", "kv_cache_config",
+    "cuda_graph", "tensor_parallel", "tensor-parallel",
+)
+_CONFIG_NAMES = frozenset({"config.json", "genai_config.json", "generation_config.json", "hf_quant_config.json"})
+
+
 def _tolerable_in_walk(path: Path, err: InputError) -> bool:
-    """Problems that only mean "not a config" when met while walking a directory."""
+    """Problems that only mean "not one of our configs" when met while walking a directory: a
+    size over the limit, an empty file, a Helm template, or a broken file that does not look like
+    a deployment config at all (docs, other tools' settings). A broken file that does is an error."""
     if err.message == "empty file" or ("over the" in err.message and "limit" in err.message):
         return True
+    if path.name in _CONFIG_NAMES:
+        return False
     try:
-        return "{{" in path.read_text(errors="replace")
+        text = path.read_text(errors="replace")
     except OSError:
         return False
+    return "{{" in text or not any(marker in text for marker in _CONFIG_MARKERS)
 
 
 def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResult) -> list[Plan]:

@@ -11,9 +11,12 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 def render(report: Report, *, color: bool = False, quiet: bool = False, statistics: bool = False) -> str:
     lines: list[str] = []
+    repeated = {r for r, n in Counter(f.render() for f in report.findings).items() if n > 1}
     for f in report.findings:
         lines.append(f.render())
         if not quiet:
+            if f.render() in repeated:  # one YAML anchor shared by several deployments
+                lines.append(f"  = in {f.plan}")
             lines += [f"  = {e}" for e in f.evidence]
             if f.fix_hint:
                 lines.append(f"  help: {f.fix_hint}")
@@ -52,7 +55,7 @@ def target_lines(report: Report) -> list[str]:
         version, _, source = plan.target.partition(" (")
         sources.setdefault(version, []).append(source.removesuffix(")"))
     lines = []
-    for version, found in sorted(sources.items()):
+    for version, found in sorted(sources.items(), key=lambda item: _version_key(item[0])):
         unique = sorted(set(found))
         if len(unique) == 1:
             lines.append(f"{version} ({unique[0]})")
@@ -61,6 +64,17 @@ def target_lines(report: Report) -> list[str]:
             parts = [f"{'image tag' if k == 'image' else k} ×{n}" for k, n in sorted(kinds.items())]
             lines.append(f"{version} ({', '.join(parts)}; each finding says which)")
     return lines
+
+
+def _version_key(label: str) -> tuple:
+    """("vLLM", Version("0.9.2")) from "vLLM 0.9.2", so 0.9.2 sorts before 0.33.0."""
+    from packaging.version import InvalidVersion, Version
+
+    name, _, version = label.rpartition(" ")
+    try:
+        return (name, Version(version))
+    except InvalidVersion:
+        return (name, Version("0"))
 
 
 def _colorize(text: str) -> str:
