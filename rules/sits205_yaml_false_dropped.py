@@ -39,6 +39,10 @@ whose default is unknown for the target version is reported as info.
   in older releases): booleans become `--key` when true; for false, from 0.28 only,
   `--no-{key}` with the key as written, kept only if that exact flag exists
   (shared/research/vllm-hf-facts.md §2).
+- `vllm/utils.py@0.8.0` (the same from 0.6.6.post1 to 0.8.4): `false` for a StoreBoolean option
+  (`enable_chunked_prefill`, `multi_step_stream_outputs`,
+  `disable_logprobs_during_spec_decoding`) spelled as its dest (underscores) is passed on as
+  `--key False`, so it works there.
 - Defaults: `enable_prefix_caching` on for generative models and `enable_chunked_prefill` on in
   the V1 engine (default from 0.8; §1). `--no-` forms: BooleanOptionalAction for boolean config
   fields from 0.8.5 (`vllm/engine/arg_utils.py`).
@@ -62,6 +66,10 @@ RULE = Rule(
 )
 
 FIXED_IN = "0.28.0"
+# 0.6.6.post1 ... 0.8.4 pass `--key False` for options parsed with StoreBoolean when the YAML key
+# equals the option's dest (the underscore spelling), instead of dropping it.
+STORE_BOOLEAN = frozenset({"enable_chunked_prefill", "multi_step_stream_outputs", "disable_logprobs_during_spec_decoding"})
+STORE_BOOLEAN_VERSIONS = ("0.6.6", "0.8.5")
 # Options that are on by default (from the V1 engine, default in 0.8): a dropped false keeps them on.
 DEFAULT_ON = {"enable_prefix_caching": "0.8.0", "enable_chunked_prefill": "0.8.0"}
 # Options that are off by default in every version: a dropped false changes nothing.
@@ -82,6 +90,9 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
             continue
         if version >= V(FIXED_IN) and "_" not in setting.raw_key:
             continue  # 0.28+ passes --no-<key>, but only for the dashed spelling
+        low, high = STORE_BOOLEAN_VERSIONS
+        if key in STORE_BOOLEAN and setting.raw_key == key and V(low) <= version < V(high):
+            continue  # passed on as --key False
         on_since = DEFAULT_ON.get(key)
         flag = f"--no-{key.replace('_', '-')}"
         evidence = [f"target: {ctx.target}"]

@@ -59,11 +59,18 @@ class Report:
     files_checked: list[str] = field(default_factory=list)
     skipped: int = 0
     plans: list[PlanSummary] = field(default_factory=list)
-    fail_on: Severity = Severity.WARNING
+    fail_on: Severity = Severity.WARNING  # --fail-on, or the settings found for the first path
+    fail_on_by_plan: dict[str, Severity] = field(default_factory=dict)  # each file's own settings
+
+    def threshold(self, finding: Finding) -> Severity:
+        return self.fail_on_by_plan.get(finding.plan, self.fail_on)
+
+    def fails(self, finding: Finding) -> bool:
+        return finding.severity.rank >= self.threshold(finding).rank
 
     @property
     def failing(self) -> list[Finding]:
-        return [f for f in self.findings if f.severity.rank >= self.fail_on.rank]
+        return [f for f in self.findings if self.fails(f)]
 
     def exit_code(self) -> int:
         if self.internal_errors:
@@ -169,6 +176,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
             PlanSummary(plan.label, plan.framework, plan.kind, plan.file, str(plan.target),
                         plan.model.path if plan.model else plan.model_note)
         )
+        report.fail_on_by_plan[plan.label] = opts.fail_on or settings.fail_on or Severity.WARNING
         ctx = Context(target=plan.target, gpu=opts.gpu)
         ignored = sorted(settings.ignored_for(plan.file))
         for module in rule_modules():
@@ -184,6 +192,8 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
                 report.internal_errors.append(f"{rule.code} crashed on {plan.label}: {detail}")
     unique = {(f.sort_key(), f.plan): f for f in report.findings}  # shared YAML anchors repeat
     report.findings = sorted(unique.values(), key=Finding.sort_key)
+    for resolver in resolvers.values():
+        report.errors += [e for e in resolver.errors if all(str(e) != str(r) for r in report.errors)]
     return report
 
 

@@ -20,6 +20,8 @@ class ModelResolver:
     def __init__(self, model_config: str | None = None):
         self.model_config = model_config
         self._cache: dict[Path, ModelFacts] = {}
+        self.errors: list[InputError] = []  # problems with models' sidecar files, for the report
+        self.errors: list[InputError] = []  # problems with models' sidecar files, for the report
 
     def resolve(self, plan: Plan) -> tuple[ModelFacts | None, str | None]:
         """The model's facts, or None and a sentence saying why not."""
@@ -50,18 +52,16 @@ class ModelResolver:
         )
 
     def _load(self, path: Path) -> ModelFacts:
-        from sits_doctor.loaders import LoadResult, _sidecars, read_docs
-        from sits_doctor.source import display_path
+        from sits_doctor.loaders import load_model_config
         from sits_doctor.loaders.hf import model_facts
 
         key = path.resolve()
         if key not in self._cache:
             if not path.is_file():
                 raise InputError(str(path), "model config not found")
-            (doc,) = read_docs(path, display_path(path))
-            if not isinstance(doc.data, dict):
-                raise InputError(doc.path, "model config is not a JSON object")
-            self._cache[key] = model_facts(doc, _sidecars(path, set(), LoadResult()))
+            doc, sidecars, errors = load_model_config(path)
+            self.errors += errors
+            self._cache[key] = model_facts(doc, sidecars)
         return self._cache[key]
 
     @staticmethod

@@ -565,3 +565,14 @@ def test_api_default_options(proj, monkeypatch):
 
     monkeypatch.chdir(proj)
     assert sits_doctor.check(["good.yaml"]).exit_code() == 0
+
+
+def test_broken_sidecar_of_the_served_model_is_reported_and_its_facts_still_used(tmp_path):
+    write(tmp_path, "llama/config.json", '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", '
+          '"num_hidden_layers": 2, "hidden_size": 64, "max_position_embeddings": 8192}')
+    write(tmp_path, "llama/generation_config.json", '{"max_new_tokens": 1,}')
+    write(tmp_path, "serve.yaml", "model: org/llama\nmax-model-len: 16384\n")
+    r = run_cli("check", "serve.yaml", "--model-config", "llama", "--target", "vllm==0.20.0", "--isolated", cwd=tmp_path)
+    assert r.exit_code == 2
+    assert "serve.yaml:2:1: SITS202 [error] max_model_len 16384 exceeds the 8192" in r.stdout
+    assert "llama/generation_config.json:1:22: error: invalid JSON" in r.stderr

@@ -362,3 +362,19 @@ def test_api_sees_edited_settings(proj, monkeypatch):
     assert [f.code for f in sits_doctor.check(["all.yaml"], opts).findings] == ["SITS205"]
     write(proj, ".sits-doctor.toml", 'select = ["SITS202"]\n')
     assert [f.code for f in sits_doctor.check(["all.yaml"], opts).findings] == ["SITS202"]
+
+
+def test_fail_on_comes_from_each_files_own_settings_whatever_the_order(tmp_path):
+    """A warning fails under the default threshold and passes where the nearest settings say
+    fail-on = "error"; the exit code does not depend on which path comes first."""
+    warn = "model: m\nenable-prefix-caching: false\nserved-model-name: m\n"  # SITS205 warning on 0.20
+    write(tmp_path, "strict/serve.yaml", warn)
+    write(tmp_path, "lenient/serve.yaml", warn)
+    write(tmp_path, "lenient/.sits-doctor.toml", 'fail-on = "error"\ntarget = ["vllm==0.20.0"]\n')
+    write(tmp_path, "strict/.sits-doctor.toml", 'target = ["vllm==0.20.0"]\n')
+    assert run_cli("check", "lenient/serve.yaml", cwd=tmp_path).exit_code == 0
+    assert run_cli("check", "strict/serve.yaml", cwd=tmp_path).exit_code == 1
+    assert run_cli("check", "lenient/serve.yaml", "strict/serve.yaml", cwd=tmp_path).exit_code == 1
+    assert run_cli("check", "strict/serve.yaml", "lenient/serve.yaml", cwd=tmp_path).exit_code == 1
+    only_lenient = run_cli("check", "lenient/serve.yaml", "--format", "junit", cwd=tmp_path)
+    assert only_lenient.exit_code == 0 and "<failure" not in only_lenient.stdout

@@ -174,6 +174,19 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
     return []
 
 
+def load_model_config(path: Path) -> tuple[SourceDoc, dict[str, SourceDoc], list[InputError]]:
+    """A model's config.json and its sidecars, for a model named by a serve config.
+
+    Raises InputError when config.json itself cannot be used; problems with the sidecars are
+    returned, so the model's facts are still there."""
+    (doc,) = read_docs(path, display_path(path))
+    if not isinstance(doc.data, dict):
+        raise InputError(doc.path, "model config is not a JSON object")
+    result = LoadResult()
+    sidecars = _sidecars(path, set(), result)
+    return doc, sidecars, result.errors
+
+
 def _sidecars(config_path: Path, consumed: set[Path], result: LoadResult) -> dict[str, SourceDoc]:
     out: dict[str, SourceDoc] = {}
     for name in hf.SIDECARS:

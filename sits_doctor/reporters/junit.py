@@ -18,8 +18,8 @@ def render(report: Report) -> str:
     failures = errors = 0
     for file in files:
         case = ET.SubElement(suite, "testcase", classname="sits-doctor", name=file)
-        failing = [f for f in by_file.get(file, []) if f.severity.rank >= report.fail_on.rank]
-        others = [f for f in by_file.get(file, []) if f.severity.rank < report.fail_on.rank]
+        failing = [f for f in by_file.get(file, []) if report.fails(f)]
+        others = [f for f in by_file.get(file, []) if not report.fails(f)]
         for f in failing:
             failures += 1
             node = ET.SubElement(case, "failure", message=f.render(), type=f.code)

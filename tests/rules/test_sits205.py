@@ -123,3 +123,20 @@ def test_pass_helm_values_are_never_judged(tmp_path, monkeypatch):
             enableChunkedPrefill: false
     """
     assert findings(tmp_path, monkeypatch, "values.yaml", text, "0.27.1") == []
+
+
+@pytest.mark.parametrize("version", ["0.6.6.post1", "0.8.4"])
+def test_pass_store_boolean_underscore_spelling_before_0_8_5(tmp_path, monkeypatch, version):
+    # vllm/utils.py@0.8.0: `key not in store_boolean_arguments` -> passed on as --enable_chunked_prefill False
+    assert serve(tmp_path, monkeypatch, "enable_chunked_prefill: false", version) == []
+
+
+def test_fail_store_boolean_dashed_spelling_before_0_8_5(tmp_path, monkeypatch):
+    # the dest is enable_chunked_prefill; the dashed YAML key is not in the list, so false is dropped
+    found = serve(tmp_path, monkeypatch, "enable-chunked-prefill: false", "0.8.4")
+    assert [f.code for f in found] == ["SITS205"]
+
+
+def test_fail_store_boolean_underscore_spelling_from_0_8_5(tmp_path, monkeypatch):
+    found = serve(tmp_path, monkeypatch, "enable_chunked_prefill: false", "0.8.5")
+    assert [f.code for f in found] == ["SITS205"]
