@@ -2,7 +2,8 @@
 
 ## What it does
 Reports values of the wrong type where the framework's config parser is strict, so the
-deployment fails to load: in ORT GenAI's `genai_config.json`, provider options must be JSON
+deployment fails to load: in vLLM before 0.8.4, `--max-model-len 8k` (size suffixes arrived
+with 0.8.4's `human_readable_int`); in ORT GenAI's `genai_config.json`, provider options must be JSON
 strings (`"enable_cuda_graph": "1"`, not `true`), integers must be integral numbers, booleans
 must be JSON booleans, `null` is never accepted for a known key, and enumerations
 (`graph_optimization_level`) must be spelled exactly.
@@ -35,29 +36,58 @@ accepts (sits_doctor/schemas/ortgenai.py).
 - microsoft/onnxruntime-genai `src/config.cpp`, `src/json.h` (@00a26d59): typed getters,
   `SafeDoubleToInt`, provider options as strings; reproduced on the 0.18.0 wheel.
 - shared/research/trtllm-ortgenai-facts.md §5, §6 (provider option values must be strings).
+- vLLM `vllm/engine/arg_utils.py`: `human_readable_int` is the type of `--max-model-len` from
+  0.8.4 (absent in 0.8.0; present in 0.8.4, 0.8.5, 0.10.2, 0.11.0, 0.33.0 source releases).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from sits_doctor.finding import Finding, Severity
 from sits_doctor.plan import Plan, Provenance
 from sits_doctor.rule import Rule
 from sits_doctor.source import join_pointer
+from sits_doctor.versions import V
 
 RULE = Rule(
     code="SITS201",
     name="value-rejected-by-parser",
     summary="value of a type the framework's strict config parser rejects: load failure",
     severity=Severity.ERROR,
-    frameworks=("ortgenai",),
+    frameworks=("ortgenai", "vllm"),
 )
+HUMAN_INT_FROM = "0.8.4"  # vLLM's human_readable_int for --max-model-len (vllm/engine/arg_utils.py)
 _WANTED = {"integer": "an integer", "array": "an array", "object": "an object"}
 _JSON_TYPES = {bool: "bool", int: "number", float: "number", str: "string", type(None): "null", dict: "object", list: "array"}
 
 
 def check(plan: Plan, ctx) -> Iterator[Finding]:
+    if plan.framework == "vllm":
+        yield from _vllm(plan, ctx)
+    else:
+        yield from _ortgenai(plan, ctx)
+
+
+def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
+    setting = plan.get("max_model_len")
+    if setting is None or setting.templated or not isinstance(setting.raw, str):
+        return
+    text = setting.raw.strip()
+    if re.fullmatch(r"-?\d+", text) or text in ("auto",):
+        return
+    if re.fullmatch(r"\d+(\.\d+)?[kmgKMG]", text) and V(ctx.target.version) < V(HUMAN_INT_FROM):
+        yield RULE.finding(
+            plan, setting,
+            f"max_model_len {text!r} uses a size suffix, which vLLM {ctx.target.version} does not read "
+            f"(from {HUMAN_INT_FROM}): startup fails (argument --max-model-len: invalid int value)",
+            evidence=[f"target: {ctx.target}"],
+            fix_hint=f"write it as a plain number: {plan.value('max_model_len')}",
+        )
+
+
+def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
     from sits_doctor.schemas.ortgenai import validator
 
     for error in validator().iter_errors(plan.doc.data):

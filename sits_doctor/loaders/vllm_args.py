@@ -59,7 +59,7 @@ JSON_OPTIONS = frozenset(
     """.split()
 )
 
-_HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kmgtKMGT]?)$")
+_HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kmgKMG]?)$")
 _SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?")  # $VAR, ${VAR}, k8s $(VAR)
 
 
@@ -79,7 +79,7 @@ def normalize_key(name: str) -> str:
 
 
 def parse_human_int(value: Any) -> int | str:
-    """vLLM's human-readable ints (≥0.11): ``1k``=1000, ``1K``=1024, ``25.6k``=25600.
+    """vLLM's human-readable ints (from 0.8.4): ``1k``=1000, ``1K``=1024, ``25.6k``=25600.
 
     Returns the int, or the text unchanged when it is not such a number (``auto`` etc.).
     """
@@ -94,7 +94,7 @@ def parse_human_int(value: Any) -> int | str:
     if not m:
         return text
     number, suffix = m.groups()
-    power = "kmgt".index(suffix.lower()) + 1 if suffix else 0
+    power = "kmg".index(suffix.lower()) + 1 if suffix else 0
     base = 1024 if suffix.isupper() else 1000
     scaled = float(number) * base**power
     return int(scaled) if scaled == int(scaled) else text

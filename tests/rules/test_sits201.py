@@ -194,3 +194,30 @@ def test_pass_good_config(tmp_path, monkeypatch):
         "engine": {"dynamic_batching": {"gpu_utilization_factor": 0.6, "max_batch_size": 16}},
     }, indent=2)
     assert findings(tmp_path, monkeypatch, text) == []
+
+
+# --- vLLM: size suffixes before human_readable_int ------------------------------------------
+
+def _vllm(tmp_path, monkeypatch, value: str, version: str) -> list[str]:
+    write(tmp_path, "serve.yaml", f"model: org/m\nmax-model-len: {value}\nserved-model-name: m\n")
+    monkeypatch.chdir(tmp_path)
+    report = check(["serve.yaml"], CheckOptions(targets=[f"vllm=={version}"], isolated=True, select=["SITS201"]))
+    assert not report.errors
+    return [f.render() for f in report.findings]
+
+
+def test_fail_size_suffix_before_0_8_4(tmp_path, monkeypatch):
+    assert _vllm(tmp_path, monkeypatch, "8k", "0.8.3") == [
+        "serve.yaml:2:1: SITS201 [error] max_model_len '8k' uses a size suffix, which vLLM 0.8.3 does not "
+        "read (from 0.8.4): startup fails (argument --max-model-len: invalid int value)"
+    ]
+
+
+@pytest.mark.parametrize("value", ["8k", "8K", "25.6k"])
+def test_pass_size_suffix_from_0_8_4(tmp_path, monkeypatch, value):
+    assert _vllm(tmp_path, monkeypatch, value, "0.8.4") == []
+
+
+@pytest.mark.parametrize("value", ["8192", "'8192'", "-1"])
+def test_pass_plain_numbers_before_0_8_4(tmp_path, monkeypatch, value):
+    assert _vllm(tmp_path, monkeypatch, value, "0.7.3") == []
