@@ -88,7 +88,7 @@ def generate(root: Path, n: int) -> int:
         elif kind == "oga":
             sub = folder / f"oga{i}"
             sub.mkdir()
-            (sub / "genai_config.json").write_text(OGA)
+            (sub / "genai_config.json").write_text(OGA.format())
         else:
             (folder / f"trt{i}.yaml").write_text(TRT)
         written += 1

@@ -88,9 +88,9 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
 
 
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
-    from sits_doctor.schemas.ortgenai import validator
+    from sits_doctor.schemas.ortgenai import schema_errors
 
-    for error in validator().iter_errors(plan.doc.data):
+    for error in schema_errors(plan.doc):
         if error.validator not in ("type", "enum"):
             continue
         pointer = ""

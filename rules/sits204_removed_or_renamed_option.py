@@ -258,11 +258,11 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
 
 
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
-    from sits_doctor.schemas.ortgenai import ROOT, SESSION_OPTION_KEYS, validator
+    from sits_doctor.schemas.ortgenai import ROOT, SESSION_OPTION_KEYS, schema_errors
 
     doc, data = plan.doc, plan.doc.data
     evidence = [f"target: {ctx.target}"]
-    for error in validator().iter_errors(data):
+    for error in schema_errors(doc):
         path = list(error.absolute_path)
         if error.validator == "additionalProperties" and error.schema.get("additionalProperties") is False:
             known = set(error.schema.get("properties", {}))

@@ -47,6 +47,7 @@ class SourceDoc:
     text: str
     index: int = 0  # document number in a multi-document YAML file
     templated: set[str] = field(default_factory=set)  # pointers whose value came from {{ }}
+    derived: dict[str, Any] = field(default_factory=dict, repr=False)  # per-document results rules share
 
     @cached_property
     def lines(self) -> "LineIndex":

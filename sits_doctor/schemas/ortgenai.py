@@ -227,6 +227,13 @@ ROOT = obj(
 )
 
 
+def schema_errors(doc) -> list:
+    """The schema's errors for a genai_config document, computed once per document."""
+    if "ortgenai-schema-errors" not in doc.derived:
+        doc.derived["ortgenai-schema-errors"] = list(validator().iter_errors(doc.data))
+    return doc.derived["ortgenai-schema-errors"]
+
+
 @lru_cache(maxsize=1)
 def validator():
     from jsonschema import Draft7Validator
