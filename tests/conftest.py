@@ -87,6 +87,25 @@ def write(root: Path, name: str, text: str) -> Path:
     return path
 
 
+DEPLOYMENT_HEAD = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llm
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+"""
+
+
+def k8s_deployment(*container_lines: str) -> str:
+    """A one-container Deployment; ``container_lines`` (already indented 10 spaces) follow the
+    container's name, starting on line 11 of the file (after the leading newline)."""
+    return DEPLOYMENT_HEAD + "".join(line + "\n" for line in container_lines)
+
+
 LLAMA_8B = """
 {
   "architectures": ["LlamaForCausalLM"],

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LLAMA_8B, run_cli, write
+from conftest import LLAMA_8B, run_cli, write, k8s_deployment
 
 ANSI = "\x1b["
 FINDING_LINE = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>SITS\d{3}) \[(?P<sev>error|warning|info)\] \S.*$")
@@ -29,19 +29,7 @@ ALL = (  # at vLLM 0.20.0: SITS202, SITS205, SITS204 x2
     "model: ./llama\nmax-model-len: 32768\nenable-prefix-caching: false\nswap-space: 4\n"
     "max-seq-len-to-capture: 8192\n"
 )
-K8S = """
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.8.5
-          args: ["--model", "sits-doctor-test/not-a-cached-model", "--swap-space", "4"]
-"""
+K8S = k8s_deployment('          image: vllm/vllm-openai:v0.8.5', '          args: ["--model", "sits-doctor-test/not-a-cached-model", "--swap-space", "4"]')
 
 
 def model_folder(root: Path, name: str = "llama") -> Path:

@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from conftest import LLAMA_8B, run_cli, write
+from conftest import LLAMA_8B, run_cli, write, k8s_deployment
 from sits_doctor import CheckOptions, check
 from sits_doctor.finding import Severity
 
@@ -310,22 +310,7 @@ def test_pass_no_length_key_keeps_user_value(tmp_path, monkeypatch):
 
 # --- Kubernetes: VLLM_ALLOW_LONG_MAX_MODEL_LEN ---------------------------------------------------
 
-DEPLOYMENT = """
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.29.0
-          args: ["--model", "./m", "--max-model-len", "16384"{extra_args}]
-          env:
-            - name: VLLM_ALLOW_LONG_MAX_MODEL_LEN
-              value: "{allow}"
-"""
+DEPLOYMENT = k8s_deployment('          image: vllm/vllm-openai:v0.29.0', '          args: ["--model", "./m", "--max-model-len", "16384"{extra_args}]', '          env:', '            - name: VLLM_ALLOW_LONG_MAX_MODEL_LEN', '              value: "{allow}"')
 
 
 def k8s(tmp_path, monkeypatch, allow="1", extra_args="", config=None):

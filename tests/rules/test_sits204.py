@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import write
+from conftest import k8s_deployment, write
 from sits_doctor import CheckOptions, check
 from sits_doctor.finding import Severity
 
@@ -185,19 +185,7 @@ def test_pass_max_cudagraph_capture_size_from_0_11_1(tmp_path, monkeypatch):
 
 # --- vLLM: the same boundaries on Kubernetes command lines ----------------------------------------
 
-DEPLOYMENT = """
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:{tag}
-          args: ["--model", "./m", {args}]
-{env}"""
+DEPLOYMENT = k8s_deployment('          image: vllm/vllm-openai:{tag}', '          args: ["--model", "./m", {args}]') + "{env}"
 ATTENTION_ENV = """          env:
             - name: VLLM_ATTENTION_BACKEND
               value: FLASHINFER
