@@ -1,0 +1,317 @@
+"""causal_trim: causal attention forward that only visits key blocks at or below the diagonal.
+
+For one sequence with ``Lq`` queries and ``Lk`` keys (``Lk >= Lq``: the queries are the last
+``Lq`` positions, as in chunked prefill and decode), query ``i`` sees key ``j`` iff
+
+    j <= i + (Lk - Lq)                        (bottom-right alignment, FlashAttention >= 2.1)
+
+    O[i] = sum_j softmax_j(s * q_i . k_j) v_j,     s = sm_scale (default 1/sqrt(D))
+    LSE[i] = log sum_j exp(s * q_i . k_j)          (natural log; -inf for a row that sees no key)
+
+A row that sees no key (only possible when Lq > Lk) gets O = 0.
+
+Shapes: batched q [B, Hq, Sq, D], k and v [B, Hk, Sk, D] (transformers' layout, any strides);
+or variable-length packed q [Tq, Hq, D], k and v [Tk, Hk, D] with ``cu_seqlens_q/k`` (int32
+[N+1], sequence n is rows cu[n]:cu[n+1]), so a padded batch needs no padding. GQA: query head h
+reads key/value head h // (Hq // Hk). fp16 / bf16 in, fp32 accumulation, output in the input dtype.
+
+The kernel walks the query block's keys in two loops: the blocks entirely at or below the
+diagonal for every row of the block (no mask at all), then the few blocks that straddle the
+diagonal or the end of the keys (masked). Blocks above the diagonal are never loaded: causal
+attention does about half the work of full attention, and so does this kernel. Programs are
+issued longest-first (the last query blocks see the most keys).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+
+
+def causal_attention_reference(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    sm_scale: float | None = None,
+    cu_seqlens_q: torch.Tensor | None = None,
+    cu_seqlens_k: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Plain-torch float64 reference: returns (O in q's dtype, LSE float32).
+
+    Assumes the layouts of :func:`causal_attention`; materialises the full score matrix per
+    sequence and head, so it is only for tests.
+    """
+    d = q.shape[-1]
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
+    if cu_seqlens_q is None:
+        out = torch.empty_like(q)
+        lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
+        for b in range(q.shape[0]):
+            o, l = _reference_one(q[b].transpose(0, 1), k[b].transpose(0, 1), v[b].transpose(0, 1), scale)
+            out[b] = o.transpose(0, 1).to(q.dtype)
+            lse[b] = l.transpose(0, 1).float()
+        return out, lse
+    out = torch.empty_like(q)
+    lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
+    for n in range(cu_seqlens_q.numel() - 1):
+        qs, qe = int(cu_seqlens_q[n]), int(cu_seqlens_q[n + 1])
+        ks, ke = int(cu_seqlens_k[n]), int(cu_seqlens_k[n + 1])
+        o, l = _reference_one(q[qs:qe], k[ks:ke], v[ks:ke], scale)
+        out[qs:qe] = o.to(q.dtype)
+        lse[qs:qe] = l.float()
+    return out, lse
+
+
+def _reference_one(q, k, v, scale):
+    """q [Lq, Hq, D], k/v [Lk, Hk, D] → (O [Lq, Hq, D] float64, LSE [Lq, Hq] float64)."""
+    lq, hq, _ = q.shape
+    lk, hk, _ = k.shape
+    group = hq // hk
+    qd = q.double().transpose(0, 1)  # [Hq, Lq, D]
+    kd = k.double().transpose(0, 1).repeat_interleave(group, 0)
+    vd = v.double().transpose(0, 1).repeat_interleave(group, 0)
+    scores = scale * qd @ kd.transpose(1, 2)  # [Hq, Lq, Lk]
+    i = torch.arange(lq, device=q.device)[:, None]
+    j = torch.arange(lk, device=q.device)[None, :]
+    visible = j <= i + (lk - lq)
+    scores = scores.masked_fill(~visible, float("-inf"))
+    lse = torch.logsumexp(scores, dim=-1)  # -inf where no key is visible
+    probs = torch.where(visible.any(-1)[None, :, None], torch.softmax(scores, dim=-1), torch.zeros_like(scores))
+    probs = torch.nan_to_num(probs, nan=0.0)
+    return (probs @ vd).transpose(0, 1), lse.transpose(0, 1)
+
+
+def _configs():
+    if os.environ.get("TRITON_INTERPRET") == "1":  # the CPU interpreter: one small config
+        return [triton.Config({"BLOCK_M": 16, "BLOCK_N": 16}, num_warps=1, num_stages=1)]
+    out = []
+    for bm, bn, warps, stages in (
+        (128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3),
+        (128, 32, 4, 4), (64, 32, 4, 4), (128, 128, 8, 2), (64, 128, 4, 3),
+    ):
+        out.append(triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages))
+    return out
+
+
+def _prune(configs, named_args, **kwargs):
+    """Drop blocks much larger than the longest query sequence (decode, short chunks)."""
+    max_q = named_args["MAX_SEQLEN_Q"]
+    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(16, triton.next_power_of_2(max_q))]
+    return kept or configs[:1]
+
+
+@triton.autotune(
+    configs=_configs(),
+    key=["HEAD_DIM", "MAX_SEQLEN_Q_BUCKET", "MAX_SEQLEN_K_BUCKET", "GROUP", "VARLEN"],
+    prune_configs_by={"early_config_prune": _prune},
+)
+@triton.jit
+def _causal_trim_fwd(
+    out_ptr, stride_ob, stride_oh, stride_om, stride_od,
+    lse_ptr, stride_lb, stride_lh, stride_lm,
+    q_ptr, stride_qb, stride_qh, stride_qm, stride_qd,
+    k_ptr, stride_kb, stride_kh, stride_kn, stride_kd,
+    v_ptr, stride_vb, stride_vh, stride_vn, stride_vd,
+    cu_q_ptr, cu_k_ptr,
+    num_heads, seqlen_q, seqlen_k, qk_scale, MAX_SEQLEN_Q,
+    MAX_SEQLEN_Q_BUCKET, MAX_SEQLEN_K_BUCKET,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr,
+    VARLEN: tl.constexpr, WRITE_LSE: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    # ---- which (sequence, head, query block) this program owns; heavy blocks first ----------
+    pid_m = tl.cdiv(MAX_SEQLEN_Q, BLOCK_M) - 1 - tl.program_id(0).to(tl.int64)
+    pid_bh = tl.program_id(1).to(tl.int64)
+    batch = pid_bh // num_heads
+    head = pid_bh % num_heads
+    kv_head = head // GROUP
+    if VARLEN:
+        q_start = tl.load(cu_q_ptr + batch).to(tl.int64)
+        len_q = tl.load(cu_q_ptr + batch + 1).to(tl.int64) - q_start
+        k_start = tl.load(cu_k_ptr + batch).to(tl.int64)
+        len_k = tl.load(cu_k_ptr + batch + 1).to(tl.int64) - k_start
+    else:
+        q_start = 0
+        len_q = seqlen_q
+        k_start = 0
+        len_k = seqlen_k
+    m0 = pid_m * BLOCK_M
+    if m0 >= len_q:
+        return
+    shift = len_k - len_q  # bottom-right: row i sees keys j <= i + shift
+
+    offs_m = m0 + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    mask_d = offs_d < HEAD_DIM
+    row_ok = offs_m < len_q
+
+    q_base = q_ptr + batch * stride_qb + head * stride_qh + q_start * stride_qm
+    k_base = k_ptr + batch * stride_kb + kv_head * stride_kh + k_start * stride_kn
+    v_base = v_ptr + batch * stride_vb + kv_head * stride_vh + k_start * stride_vn
+
+    q = tl.load(q_base + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd,
+                mask=row_ok[:, None] & mask_d[None, :], other=0.0)
+    if DOT_IN_FP32:  # the CPU interpreter's bf16 dot is wrong; it is only a test vehicle
+        q = q.to(tl.float32)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+
+    # ---- key range: [0, n_full) needs no mask, [n_full, n_end) straddles the diagonal ---------
+    n_end = tl.maximum(0, tl.minimum(len_k, m0 + BLOCK_M + shift))
+    n_full = tl.maximum(0, (m0 + shift + 1) // BLOCK_N * BLOCK_N)
+    n_full = tl.minimum(n_full, n_end // BLOCK_N * BLOCK_N)
+
+    for start_n in range(0, n_full, BLOCK_N):
+        cols = start_n + offs_n
+        k = tl.load(k_base + cols[None, :] * stride_kn + offs_d[:, None] * stride_kd,
+                    mask=mask_d[:, None], other=0.0)
+        if DOT_IN_FP32:
+            k = k.to(tl.float32)
+        s = tl.dot(q, k) * qk_scale
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        p = tl.math.exp2(s - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=mask_d[None, :], other=0.0)
+        if DOT_IN_FP32:
+            v = v.to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+
+    for start_n in range(n_full, n_end, BLOCK_N):
+        cols = start_n + offs_n
+        col_ok = cols < len_k
+        k = tl.load(k_base + cols[None, :] * stride_kn + offs_d[:, None] * stride_kd,
+                    mask=col_ok[None, :] & mask_d[:, None], other=0.0)
+        if DOT_IN_FP32:
+            k = k.to(tl.float32)
+        s = tl.dot(q, k) * qk_scale
+        visible = (cols[None, :] <= offs_m[:, None] + shift) & col_ok[None, :]
+        s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that see nothing yet
+        p = tl.math.exp2(s - m_safe[:, None])
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=col_ok[:, None] & mask_d[None, :], other=0.0)
+        if DOT_IN_FP32:
+            v = v.to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+
+    # ---- normalise and store; a row that saw no key is 0 with LSE = -inf ---------------------
+    seen = l_i > 0.0
+    acc = acc / tl.where(seen, l_i, 1.0)[:, None]
+    o_base = out_ptr + batch * stride_ob + head * stride_oh + q_start * stride_om
+    tl.store(o_base + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od,
+             acc.to(out_ptr.dtype.element_ty), mask=row_ok[:, None] & mask_d[None, :])
+    if WRITE_LSE:
+        lse = tl.where(seen, (m_i + tl.math.log2(tl.where(seen, l_i, 1.0))) * 0.6931471805599453,
+                       float("-inf"))
+        l_base = lse_ptr + batch * stride_lb + head * stride_lh + q_start * stride_lm
+        tl.store(l_base + offs_m * stride_lm, lse, mask=row_ok)
+
+
+def _bucket(n: int) -> int:
+    """Autotuning key for a length: its power-of-two bucket (one tuning per bucket)."""
+    return triton.next_power_of_2(max(1, n))
+
+
+def causal_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    sm_scale: float | None = None,
+    return_lse: bool = False,
+    cu_seqlens_q: torch.Tensor | None = None,
+    cu_seqlens_k: torch.Tensor | None = None,
+    max_seqlen_q: int | None = None,
+    max_seqlen_k: int | None = None,
+):
+    """Bottom-right causal attention; see the module docstring for shapes.
+
+    Returns O (a new contiguous tensor, q's layout and dtype), and LSE (float32, q's shape
+    without D) when ``return_lse``.
+    """
+    varlen = cu_seqlens_q is not None
+    if varlen != (cu_seqlens_k is not None):
+        raise ValueError("pass both cu_seqlens_q and cu_seqlens_k, or neither")
+    if q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+        raise TypeError(f"unsupported dtype {q.dtype}")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError("q, k and v must share a dtype")
+    if not (q.device == k.device == v.device):
+        raise ValueError("q, k and v must be on one device")
+    if varlen:
+        if q.dim() != 3 or k.dim() != 3 or v.dim() != 3:
+            raise ValueError("varlen q/k/v must be [T, H, D]")
+        tq, hq, d = q.shape
+        _, hk, _ = k.shape
+        n_seq = cu_seqlens_q.numel() - 1
+        if cu_seqlens_k.numel() - 1 != n_seq:
+            raise ValueError("cu_seqlens_q and cu_seqlens_k describe different numbers of sequences")
+        cu_q = cu_seqlens_q.to(device=q.device, dtype=torch.int32).contiguous()
+        cu_k = cu_seqlens_k.to(device=q.device, dtype=torch.int32).contiguous()
+        if max_seqlen_q is None:
+            max_seqlen_q = int((cu_q[1:] - cu_q[:-1]).max()) if n_seq else 0
+        if max_seqlen_k is None:
+            max_seqlen_k = int((cu_k[1:] - cu_k[:-1]).max()) if n_seq else 0
+        out = torch.empty_like(q, memory_format=torch.contiguous_format)
+        lse = torch.empty((tq, hq), dtype=torch.float32, device=q.device)
+        q_strides = (0, q.stride(1), q.stride(0), q.stride(2))
+        k_strides = (0, k.stride(1), k.stride(0), k.stride(2))
+        v_strides = (0, v.stride(1), v.stride(0), v.stride(2))
+        o_strides = (0, out.stride(1), out.stride(0), out.stride(2))
+        l_strides = (0, lse.stride(1), lse.stride(0))
+        seqlen_q = seqlen_k = 0
+        batch = n_seq
+    else:
+        if q.dim() != 4 or k.dim() != 4 or v.dim() != 4:
+            raise ValueError("q/k/v must be [B, H, S, D]")
+        batch, hq, seqlen_q, d = q.shape
+        _, hk, seqlen_k, _ = k.shape
+        if k.shape[0] != batch or v.shape != k.shape:
+            raise ValueError("k and v must be [B, Hk, Sk, D] with q's batch")
+        cu_q = cu_k = torch.empty(1, dtype=torch.int32, device=q.device)
+        max_seqlen_q, max_seqlen_k = seqlen_q, seqlen_k
+        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
+        q_strides, k_strides, v_strides = q.stride(), k.stride(), v.stride()
+        o_strides, l_strides = out.stride(), lse.stride()
+    if k.shape[-1] != d or v.shape[-1] != d:
+        raise ValueError("q, k and v must share the head dimension")
+    if hq % hk:
+        raise ValueError(f"query heads ({hq}) must be a multiple of key/value heads ({hk})")
+    if d > 256:
+        raise ValueError(f"head_dim {d} > 256 is not supported")
+    scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
+    if batch == 0 or max_seqlen_q == 0:
+        return (out, lse.fill_(float("-inf"))) if return_lse else out
+
+    def grid(meta):
+        return (triton.cdiv(max_seqlen_q, meta["BLOCK_M"]), batch * hq)
+
+    _causal_trim_fwd[grid](
+        out, *o_strides, lse, *l_strides,
+        q, *q_strides, k, *k_strides, v, *v_strides,
+        cu_q, cu_k,
+        hq, seqlen_q, seqlen_k, scale * LOG2E, max_seqlen_q,
+        _bucket(max_seqlen_q), _bucket(max_seqlen_k),
+        HEAD_DIM=d, BLOCK_D=max(16, triton.next_power_of_2(d)), GROUP=hq // hk,
+        VARLEN=varlen, WRITE_LSE=return_lse,
+        DOT_IN_FP32=q.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1",
+    )
+    return (out, lse) if return_lse else out

@@ -1,0 +1,158 @@
+"""causal_trim against its float64 reference, under the Triton interpreter on the CPU.
+
+Fresh random inputs of awkward shapes every run (lengths that are not block multiples, q_len ≠
+k_len, GQA 1/4/8, varlen batches with empty and length-1 sequences); outputs are poisoned so an
+unwritten element fails. Tolerances by ‖out − ref‖ / ‖ref‖ (METHOD.md): fp32 ≤ 1e-5, fp16/bf16
+≤ 1e-2; every element must be finite.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from sits_doctor.kernels.attention import causal_attention, causal_attention_reference
+
+TOL = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 2e-2}
+
+
+def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
+    out, ref = out.double(), ref.double()
+    finite = torch.isfinite(ref)
+    assert torch.equal(torch.isfinite(out), finite), "non-finite values where the reference has none (or v.v.)"
+    num = (out[finite] - ref[finite]).norm()
+    den = ref[finite].norm().clamp_min(1e-30)
+    return float(num / den)
+
+
+def assert_close(out, ref, dtype, what):
+    err = rel_err(out, ref)
+    if err > TOL[dtype]:
+        diff = (out.double() - ref.double()).abs().nan_to_num(0)
+        worst = diff.argmax()
+        raise AssertionError(
+            f"{what}: relative error {err:.2e} > {TOL[dtype]:.0e}; worst at flat index {int(worst)}: "
+            f"{out.flatten()[worst].item()} vs {ref.flatten()[worst].item()}"
+        )
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(
+    "b, hq, hk, sq, sk, d",
+    [
+        (1, 2, 2, 37, 37, 64),     # square, not a block multiple
+        (2, 4, 1, 19, 53, 64),     # chunked prefill: q_len < k_len, GQA 4
+        (1, 8, 1, 1, 45, 32),      # decode: one query over many keys, GQA 8
+        (1, 3, 3, 40, 23, 16),     # q_len > k_len: the first rows see nothing
+        (1, 2, 1, 17, 17, 80),     # head_dim not a power of two (padded, masked)
+    ],
+)
+def test_batched_matches_reference(b, hq, hk, sq, sk, d, dtype):
+    torch.manual_seed(torch.seed() % 2**31)
+    q = torch.randn(b, hq, sq, d, dtype=dtype)
+    k = torch.randn(b, hk, sk, d, dtype=dtype)
+    v = torch.randn(b, hk, sk, d, dtype=dtype)
+    out, lse = causal_attention(q, k, v, return_lse=True)
+    ref, ref_lse = causal_attention_reference(q, k, v)
+    assert out.shape == q.shape and out.dtype == dtype
+    assert_close(out, ref, dtype, "output")
+    assert torch.equal(torch.isneginf(lse), torch.isneginf(ref_lse))
+    assert_close(lse, ref_lse, torch.float32 if dtype == torch.float32 else dtype, "lse")
+
+
+def test_transposed_views_are_read_through_strides():
+    """transformers hands [B, S, H, D] projections transposed to [B, H, S, D]: not contiguous."""
+    b, s, h, d = 2, 29, 4, 32
+    q = torch.randn(b, s, h, d).transpose(1, 2)
+    k = torch.randn(b, s, 2, d).transpose(1, 2)
+    v = torch.randn(b, s, 2, d).transpose(1, 2)
+    assert not q.is_contiguous()
+    ref, _ = causal_attention_reference(q, k, v)
+    assert_close(causal_attention(q, k, v), ref, torch.float32, "output")
+
+
+def test_sm_scale_is_used():
+    q, k, v = (torch.randn(1, 2, 21, 16) for _ in range(3))
+    ref, _ = causal_attention_reference(q, k, v, sm_scale=0.3)
+    assert_close(causal_attention(q, k, v, sm_scale=0.3), ref, torch.float32, "output")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_varlen_packed_batch(dtype):
+    """Sequences of lengths 0, 1, 33 and 18 (with 5, 1, 40, 18 keys) packed without padding."""
+    q_lens, k_lens = [0, 1, 33, 18], [5, 1, 40, 18]
+    hq, hk, d = 4, 2, 64
+    cu_q = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)), dtype=torch.int32)
+    cu_k = torch.tensor([0] + list(torch.tensor(k_lens).cumsum(0)), dtype=torch.int32)
+    q = torch.randn(int(cu_q[-1]), hq, d, dtype=dtype)
+    k = torch.randn(int(cu_k[-1]), hk, d, dtype=dtype)
+    v = torch.randn(int(cu_k[-1]), hk, d, dtype=dtype)
+    out, lse = causal_attention(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, return_lse=True)
+    ref, ref_lse = causal_attention_reference(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    assert_close(out, ref, dtype, "output")
+    assert_close(lse, ref_lse, torch.float32 if dtype == torch.float32 else dtype, "lse")
+
+
+def test_varlen_equals_batched_on_equal_lengths():
+    b, h, s, d = 3, 2, 24, 32
+    q, k, v = (torch.randn(b, h, s, d) for _ in range(3))
+    batched = causal_attention(q, k, v)
+    pack = lambda t: t.transpose(1, 2).reshape(b * s, h, d)  # noqa: E731
+    cu = torch.arange(0, (b + 1) * s, s, dtype=torch.int32)
+    packed = causal_attention(pack(q), pack(k), pack(v), cu_seqlens_q=cu, cu_seqlens_k=cu)
+    assert_close(packed, pack(batched), torch.float32, "varlen vs batched")
+
+
+def test_every_output_element_is_written():
+    """Poison the output buffer the kernel will use: no NaN may survive."""
+    q, k, v = (torch.randn(1, 2, 45, 32) for _ in range(3))
+    real_empty = torch.empty
+
+    def poisoned_empty(*args, **kwargs):
+        t = real_empty(*args, **kwargs)
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    torch.empty = poisoned_empty
+    try:
+        out, lse = causal_attention(q, k, v, return_lse=True)
+    finally:
+        torch.empty = real_empty
+    assert torch.isfinite(out).all() and torch.isfinite(lse).all()
+
+
+def test_matches_torch_sdpa_bottom_right_on_the_cpu():
+    """Against PyTorch's own bottom-right causal SDPA (torch.nn.attention.bias.causal_lower_right)."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    q = torch.randn(1, 4, 13, 32)
+    k = torch.randn(1, 4, 50, 32)
+    v = torch.randn(1, 4, 50, 32)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(13, 50))
+    assert_close(causal_attention(q, k, v), ref, torch.float32, "vs SDPA lower-right")
+
+
+@pytest.mark.parametrize("bad", ["hq", "dtype", "dim", "cu"])
+def test_bad_arguments_are_refused(bad):
+    q, k, v = (torch.randn(1, 4, 8, 16) for _ in range(3))
+    with pytest.raises((ValueError, TypeError)):
+        if bad == "hq":
+            causal_attention(q, torch.randn(1, 3, 8, 16), torch.randn(1, 3, 8, 16))
+        elif bad == "dtype":
+            causal_attention(q.half(), k, v)
+        elif bad == "dim":
+            causal_attention(q[0], k[0], v[0])
+        else:
+            causal_attention(q[0], k[0], v[0], cu_seqlens_q=torch.tensor([0, 4], dtype=torch.int32))
+
+
+def test_reference_is_what_the_formula_says():
+    """The reference itself, on a case small enough to write out: 1 query over 2 keys."""
+    q = torch.tensor([[[[1.0, 0.0]]]])
+    k = torch.tensor([[[[1.0, 0.0], [0.0, 1.0]]]])
+    v = torch.tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+    out, lse = causal_attention_reference(q, k, v, sm_scale=1.0)
+    w = torch.softmax(torch.tensor([1.0, 0.0]), 0)
+    assert torch.allclose(out[0, 0, 0], w[0] * v[0, 0, 0] + w[1] * v[0, 0, 1])
+    assert math.isclose(float(lse[0, 0, 0]), math.log(math.e + 1), rel_tol=1e-6)
