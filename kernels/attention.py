@@ -95,6 +95,7 @@ def _configs():
     for bm, bn, warps, stages in (
         (128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3),
         (128, 32, 4, 4), (64, 32, 4, 4), (128, 128, 8, 2), (64, 128, 4, 3),
+        (16, 64, 4, 3), (16, 128, 4, 3), (32, 64, 4, 3), (32, 128, 4, 3),  # decode, short chunks
     ):
         out.append(triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages))
     return out
