@@ -94,7 +94,7 @@ def _configs():
     out = []
     for bm, bn, warps, stages in (
         (128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3),
-        (128, 32, 4, 4), (64, 32, 4, 4), (128, 128, 8, 2), (64, 128, 4, 3),
+        (128, 32, 4, 4), (64, 32, 4, 4), (128, 128, 8, 2), (64, 128, 4, 3), (128, 64, 8, 4),
         (16, 64, 4, 3), (16, 128, 4, 3), (32, 64, 4, 3), (32, 128, 4, 3),  # decode, short chunks
     ):
         out.append(triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages))
@@ -102,37 +102,39 @@ def _configs():
 
 
 def _prune(configs, named_args, **kwargs):
-    """Drop blocks much larger than the longest query sequence (decode, short chunks)."""
-    max_q = named_args["MAX_SEQLEN_Q"]
-    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(16, triton.next_power_of_2(max_q))]
+    """Drop row blocks much larger than the rows there are (decode, short chunks)."""
+    rows = named_args["MAX_ROWS"]
+    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(16, triton.next_power_of_2(rows))]
     return kept or configs[:1]
 
 
 @triton.autotune(
     configs=_configs(),
-    key=["HEAD_DIM", "MAX_SEQLEN_Q_BUCKET", "MAX_SEQLEN_K_BUCKET", "GROUP", "VARLEN"],
+    key=["HEAD_DIM", "MAX_ROWS_BUCKET", "MAX_SEQLEN_K_BUCKET", "GROUP", "VARLEN", "NUM_SPLITS"],
     prune_configs_by={"early_config_prune": _prune},
 )
 @triton.jit
 def _causal_trim_fwd(
-    out_ptr, stride_ob, stride_oh, stride_om, stride_od,
-    lse_ptr, stride_lb, stride_lh, stride_lm,
+    out_ptr, stride_os, stride_ob, stride_oh, stride_om, stride_od,
+    lse_ptr, stride_ls, stride_lb, stride_lh, stride_lm,
     q_ptr, stride_qb, stride_qh, stride_qm, stride_qd,
     k_ptr, stride_kb, stride_kh, stride_kn, stride_kd,
     v_ptr, stride_vb, stride_vh, stride_vn, stride_vd,
     cu_q_ptr, cu_k_ptr,
-    num_heads, seqlen_q, seqlen_k, qk_scale, MAX_SEQLEN_Q,
-    MAX_SEQLEN_Q_BUCKET, MAX_SEQLEN_K_BUCKET,
+    num_kv_heads, seqlen_q, seqlen_k, qk_scale, MAX_ROWS, NUM_SPLITS,
+    MAX_ROWS_BUCKET, MAX_SEQLEN_K_BUCKET,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr,
-    VARLEN: tl.constexpr, WRITE_LSE: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+    VARLEN: tl.constexpr, WRITE_LSE: tl.constexpr, PARTIAL: tl.constexpr, DOT_IN_FP32: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
-    # ---- which (sequence, head, query block) this program owns; heavy blocks first ----------
-    pid_m = tl.cdiv(MAX_SEQLEN_Q, BLOCK_M) - 1 - tl.program_id(0).to(tl.int64)
+    # ---- this program: (sequence, kv head, row block, key split); heavy row blocks first ------
+    # Rows pack the GROUP query heads that share a kv head: row r is query position r // GROUP of
+    # query head kv_head * GROUP + r % GROUP, so K and V are read once per kv head.
+    pid_m = tl.cdiv(MAX_ROWS, BLOCK_M) - 1 - tl.program_id(0).to(tl.int64)
     pid_bh = tl.program_id(1).to(tl.int64)
-    batch = pid_bh // num_heads
-    head = pid_bh % num_heads
-    kv_head = head // GROUP
+    split = tl.program_id(2).to(tl.int64)
+    batch = pid_bh // num_kv_heads
+    kv_head = pid_bh % num_kv_heads
     if VARLEN:
         q_start = tl.load(cu_q_ptr + batch).to(tl.int64)
         len_q = tl.load(cu_q_ptr + batch + 1).to(tl.int64) - q_start
@@ -143,23 +145,24 @@ def _causal_trim_fwd(
         len_q = seqlen_q
         k_start = 0
         len_k = seqlen_k
-    m0 = pid_m * BLOCK_M
-    if m0 >= len_q:
+    r0 = pid_m * BLOCK_M
+    if r0 >= len_q * GROUP:
         return
-    shift = len_k - len_q  # bottom-right: row i sees keys j <= i + shift
+    shift = len_k - len_q  # bottom-right: query position i sees keys j <= i + shift
 
-    offs_m = m0 + tl.arange(0, BLOCK_M)
+    rows = r0 + tl.arange(0, BLOCK_M)
+    pos = rows // GROUP
+    head = kv_head * GROUP + rows % GROUP
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, BLOCK_D)
     mask_d = offs_d < HEAD_DIM
-    row_ok = offs_m < len_q
+    row_ok = pos < len_q
 
-    q_base = q_ptr + batch * stride_qb + head * stride_qh + q_start * stride_qm
+    q_rows = q_ptr + batch * stride_qb + head * stride_qh + (q_start + pos) * stride_qm
     k_base = k_ptr + batch * stride_kb + kv_head * stride_kh + k_start * stride_kn
     v_base = v_ptr + batch * stride_vb + kv_head * stride_vh + k_start * stride_vn
 
-    q = tl.load(q_base + offs_m[:, None] * stride_qm + offs_d[None, :] * stride_qd,
-                mask=row_ok[:, None] & mask_d[None, :], other=0.0)
+    q = tl.load(q_rows[:, None] + offs_d[None, :] * stride_qd, mask=row_ok[:, None] & mask_d[None, :], other=0.0)
     if DOT_IN_FP32:  # the CPU interpreter's bf16 dot is wrong; it is only a test vehicle
         q = q.to(tl.float32)
 
@@ -167,20 +170,26 @@ def _causal_trim_fwd(
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
 
-    # ---- key range: [0, n_full) needs no mask, [n_full, n_end) straddles the diagonal ---------
-    n_end = tl.maximum(0, tl.minimum(len_k, m0 + BLOCK_M + shift))
-    n_full = tl.maximum(0, (m0 + shift + 1) // BLOCK_N * BLOCK_N)
+    # ---- key range of the block: [0, n_full) is visible to every row (no mask),
+    #      [n_full, n_end) straddles the diagonal; this split takes its share of [0, n_end) ------
+    first_pos = r0 // GROUP
+    last_pos = tl.minimum(len_q - 1, (r0 + BLOCK_M - 1) // GROUP)
+    n_end = tl.maximum(0, tl.minimum(len_k, last_pos + 1 + shift))
+    n_full = tl.maximum(0, (first_pos + shift + 1) // BLOCK_N * BLOCK_N)
     n_full = tl.minimum(n_full, n_end // BLOCK_N * BLOCK_N)
+    per_split = tl.cdiv(tl.cdiv(n_end, BLOCK_N), NUM_SPLITS) * BLOCK_N
+    lo = split * per_split
+    hi = tl.minimum(n_end, lo + per_split)
 
-    for start_n in range(0, n_full, BLOCK_N):
+    for start_n in range(lo, tl.minimum(hi, n_full), BLOCK_N):
         cols = start_n + offs_n
-        k = tl.load(k_base + cols[None, :] * stride_kn + offs_d[:, None] * stride_kd,
-                    mask=mask_d[:, None], other=0.0)
+        k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                    mask=mask_d[None, :], other=0.0)
         if DOT_IN_FP32:
             k = k.to(tl.float32)
-        s = tl.dot(q, k) * qk_scale
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        p = tl.math.exp2(s - m_new[:, None])
+        s = tl.dot(q, tl.trans(k))
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        p = tl.math.exp2(s * qk_scale - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
@@ -190,15 +199,15 @@ def _causal_trim_fwd(
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
         m_i = m_new
 
-    for start_n in range(n_full, n_end, BLOCK_N):
+    for start_n in range(tl.maximum(lo, n_full), hi, BLOCK_N):
         cols = start_n + offs_n
         col_ok = cols < len_k
-        k = tl.load(k_base + cols[None, :] * stride_kn + offs_d[:, None] * stride_kd,
-                    mask=col_ok[None, :] & mask_d[:, None], other=0.0)
+        k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                    mask=col_ok[:, None] & mask_d[None, :], other=0.0)
         if DOT_IN_FP32:
             k = k.to(tl.float32)
-        s = tl.dot(q, k) * qk_scale
-        visible = (cols[None, :] <= offs_m[:, None] + shift) & col_ok[None, :]
+        s = tl.dot(q, tl.trans(k)) * qk_scale
+        visible = (cols[None, :] <= pos[:, None] + shift) & col_ok[None, :]
         s = tl.where(visible, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
         m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that see nothing yet
@@ -215,14 +224,51 @@ def _causal_trim_fwd(
     # ---- normalise and store; a row that saw no key is 0 with LSE = -inf ---------------------
     seen = l_i > 0.0
     acc = acc / tl.where(seen, l_i, 1.0)[:, None]
-    o_base = out_ptr + batch * stride_ob + head * stride_oh + q_start * stride_om
-    tl.store(o_base + offs_m[:, None] * stride_om + offs_d[None, :] * stride_od,
-             acc.to(out_ptr.dtype.element_ty), mask=row_ok[:, None] & mask_d[None, :])
+    lse2 = tl.where(seen, m_i + tl.math.log2(tl.where(seen, l_i, 1.0)), float("-inf"))  # base 2
+    o_rows = out_ptr + split * stride_os + batch * stride_ob + head * stride_oh + (q_start + pos) * stride_om
+    tl.store(o_rows[:, None] + offs_d[None, :] * stride_od, acc.to(out_ptr.dtype.element_ty),
+             mask=row_ok[:, None] & mask_d[None, :])
+    if PARTIAL or WRITE_LSE:
+        l_rows = lse_ptr + split * stride_ls + batch * stride_lb + head * stride_lh + (q_start + pos) * stride_lm
+        tl.store(l_rows, lse2 if PARTIAL else lse2 * 0.6931471805599453, mask=row_ok)
+
+
+@triton.jit
+def _combine_splits(
+    out_ptr, stride_ob, stride_oh, stride_om, stride_od,
+    lse_ptr, stride_lb, stride_lh, stride_lm,
+    part_ptr, stride_ps, stride_pb, stride_ph, stride_pm, stride_pd,
+    plse_ptr, stride_qs, stride_qb, stride_qh, stride_qm,
+    num_heads, NUM_SPLITS,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, WRITE_LSE: tl.constexpr,
+):
+    """One program per (batch, head, query position): merge the splits' partial outputs."""
+    row = tl.program_id(0).to(tl.int64)
+    pid_bh = tl.program_id(1).to(tl.int64)
+    batch = pid_bh // num_heads
+    head = pid_bh % num_heads
+    offs_d = tl.arange(0, BLOCK_D)
+    mask_d = offs_d < HEAD_DIM
+    base_l = plse_ptr + batch * stride_qb + head * stride_qh + row * stride_qm
+    base_o = part_ptr + batch * stride_pb + head * stride_ph + row * stride_pm
+    m = float("-inf")
+    for s in range(0, NUM_SPLITS):
+        m = tl.maximum(m, tl.load(base_l + s * stride_qs))
+    m_safe = tl.where(m == float("-inf"), 0.0, m)
+    total = 0.0
+    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
+    for s in range(0, NUM_SPLITS):
+        w = tl.math.exp2(tl.load(base_l + s * stride_qs) - m_safe)
+        total += w
+        acc += w * tl.load(base_o + s * stride_ps + offs_d * stride_pd, mask=mask_d, other=0.0)
+    seen = total > 0.0
+    acc = acc / tl.where(seen, total, 1.0)
+    o = out_ptr + batch * stride_ob + head * stride_oh + row * stride_om
+    tl.store(o + offs_d * stride_od, acc.to(out_ptr.dtype.element_ty), mask=mask_d)
     if WRITE_LSE:
-        lse = tl.where(seen, (m_i + tl.math.log2(tl.where(seen, l_i, 1.0))) * 0.6931471805599453,
+        lse = tl.where(seen, (m_safe + tl.math.log2(tl.where(seen, total, 1.0))) * 0.6931471805599453,
                        float("-inf"))
-        l_base = lse_ptr + batch * stride_lb + head * stride_lh + q_start * stride_lm
-        tl.store(l_base + offs_m * stride_lm, lse, mask=row_ok)
+        tl.store(lse_ptr + batch * stride_lb + head * stride_lh + row * stride_lm, lse)
 
 
 def _bucket(n: int) -> int:
@@ -241,11 +287,14 @@ def causal_attention(
     cu_seqlens_k: torch.Tensor | None = None,
     max_seqlen_q: int | None = None,
     max_seqlen_k: int | None = None,
+    num_splits: int | None = None,
 ):
     """Bottom-right causal attention; see the module docstring for shapes.
 
     Returns O (a new contiguous tensor, q's layout and dtype), and LSE (float32, q's shape
-    without D) when ``return_lse``.
+    without D) when ``return_lse``. ``num_splits`` splits each row block's keys over several
+    programs merged by a second kernel (flash-decoding); by default it is chosen for short query
+    blocks over long key ranges, where one program per kv head would leave the GPU idle.
     """
     varlen = cu_seqlens_q is not None
     if varlen != (cu_seqlens_k is not None):
@@ -272,6 +321,7 @@ def causal_attention(
             max_seqlen_k = int((cu_k[1:] - cu_k[:-1]).max()) if n_seq else 0
         out = torch.empty_like(q, memory_format=torch.contiguous_format)
         lse = torch.empty((tq, hq), dtype=torch.float32, device=q.device)
+        # [T, H, D] read as batch 0 with rows offset by cu_seqlens: (batch, head, row, dim) strides
         q_strides = (0, q.stride(1), q.stride(0), q.stride(2))
         k_strides = (0, k.stride(1), k.stride(0), k.stride(2))
         v_strides = (0, v.stride(1), v.stride(0), v.stride(2))
@@ -301,18 +351,53 @@ def causal_attention(
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
     if batch == 0 or max_seqlen_q == 0:
         return (out, lse.fill_(float("-inf"))) if return_lse else out
+    group = hq // hk
+    max_rows = max_seqlen_q * group
+    splits = num_splits or _default_splits(q.device, max_rows, max_seqlen_k, batch * hk)
+    block_d = max(16, triton.next_power_of_2(d))
+    common = dict(HEAD_DIM=d, BLOCK_D=block_d, GROUP=group, VARLEN=varlen,
+                  DOT_IN_FP32=q.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1")
 
     def grid(meta):
-        return (triton.cdiv(max_seqlen_q, meta["BLOCK_M"]), batch * hq)
+        return (triton.cdiv(max_rows, meta["BLOCK_M"]), batch * hk, splits)
 
+    if splits == 1:
+        _causal_trim_fwd[grid](
+            out, 0, *o_strides, lse, 0, *l_strides,
+            q, *q_strides, k, *k_strides, v, *v_strides, cu_q, cu_k,
+            hk, seqlen_q, seqlen_k, scale * LOG2E, max_rows, 1,
+            _bucket(max_rows), _bucket(max_seqlen_k),
+            WRITE_LSE=return_lse, PARTIAL=False, **common,
+        )
+        return (out, lse) if return_lse else out
+
+    # flash-decoding: partial results per split, then one merge
+    rows_total = q.shape[0] if varlen else seqlen_q
+    nb = 1 if varlen else batch
+    part = torch.empty((splits, nb, hq, rows_total, d), dtype=torch.float32, device=q.device)
+    plse = torch.empty((splits, nb, hq, rows_total), dtype=torch.float32, device=q.device)
+    p_strides = (part.stride(0), 0 if varlen else part.stride(1), part.stride(2), part.stride(3), part.stride(4))
+    pl_strides = (plse.stride(0), 0 if varlen else plse.stride(1), plse.stride(2), plse.stride(3))
     _causal_trim_fwd[grid](
-        out, *o_strides, lse, *l_strides,
-        q, *q_strides, k, *k_strides, v, *v_strides,
-        cu_q, cu_k,
-        hq, seqlen_q, seqlen_k, scale * LOG2E, max_seqlen_q,
-        _bucket(max_seqlen_q), _bucket(max_seqlen_k),
-        HEAD_DIM=d, BLOCK_D=max(16, triton.next_power_of_2(d)), GROUP=hq // hk,
-        VARLEN=varlen, WRITE_LSE=return_lse,
-        DOT_IN_FP32=q.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1",
+        part, *p_strides, plse, *pl_strides,
+        q, *q_strides, k, *k_strides, v, *v_strides, cu_q, cu_k,
+        hk, seqlen_q, seqlen_k, scale * LOG2E, max_rows, splits,
+        _bucket(max_rows), _bucket(max_seqlen_k),
+        WRITE_LSE=True, PARTIAL=True, **common,
+    )
+    _combine_splits[(rows_total, nb * hq)](
+        out, *o_strides, lse, *l_strides, part, *p_strides, plse, *pl_strides,
+        hq, splits, HEAD_DIM=d, BLOCK_D=block_d, WRITE_LSE=return_lse,
     )
     return (out, lse) if return_lse else out
+
+
+def _default_splits(device: torch.device, max_rows: int, max_seqlen_k: int, programs_per_block: int) -> int:
+    """Split the keys when few short row blocks would leave most multiprocessors idle."""
+    if device.type != "cuda" or max_rows > 64 or max_seqlen_k < 1024:
+        return 1
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    programs = triton.cdiv(max_rows, 16) * programs_per_block
+    if programs >= sms:
+        return 1
+    return max(1, min(triton.cdiv(2 * sms, programs), triton.cdiv(max_seqlen_k, 512), 64))
