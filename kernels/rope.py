@@ -83,7 +83,10 @@ def _yarn_inv_freq(p: dict, dim: int, base: float, max_pos: int | None) -> tuple
     scaling = p.get("attention_factor")
     if scaling is None:
         m, m_all = p.get("mscale"), p.get("mscale_all_dim")
-        scaling = float(mscale_of(factor, m) / mscale_of(factor, m_all)) if (m and m_all) else mscale_of(factor)
+        if m and m_all:
+            scaling = float(mscale_of(factor, m) / mscale_of(factor, m_all))
+        else:
+            scaling = mscale_of(factor)
     fast = p.get("beta_fast") or 32
     slow = p.get("beta_slow") or 1
 
@@ -237,6 +240,36 @@ def rope_reference(q, k, cache: RopeCache, position_ids, *, interleaved: bool = 
 # kernel
 # --------------------------------------------------------------------------------------------
 @triton.jit
+def _rotate_heads(
+    x_tok, stride_h, stride_d, n_heads, half, c, sn,
+    BLOCK_H: tl.constexpr, BLOCK_I: tl.constexpr, INTERLEAVED: tl.constexpr,
+):
+    """Rotate heads 0..n_heads-1 of one token in place, BLOCK_H heads per step; c, sn [1, BLOCK_I]."""
+    i = tl.arange(0, BLOCK_I)
+    for h0 in range(0, n_heads, BLOCK_H):
+        hh = h0 + tl.arange(0, BLOCK_H).to(tl.int64)
+        row = x_tok + hh[:, None] * stride_h
+        if INTERLEAVED:
+            # pairs (2i, 2i+1) are adjacent: one contiguous [BLOCK_H, 2*BLOCK_I] tile, split in registers
+            j = tl.arange(0, 2 * BLOCK_I)
+            m = (hh < n_heads)[:, None] & (j < 2 * half)[None, :]
+            ptrs = row + j[None, :] * stride_d
+            x = tl.load(ptrs, mask=m, other=0.0).to(tl.float32)
+            x1, x2 = tl.split(tl.reshape(x, (BLOCK_H, BLOCK_I, 2)))
+            y = tl.reshape(tl.join(x1 * c - x2 * sn, x2 * c + x1 * sn), (BLOCK_H, 2 * BLOCK_I))
+            tl.store(ptrs, y.to(x_tok.dtype.element_ty), mask=m)
+        else:
+            # halves [0, half) and [half, 2*half): two contiguous [BLOCK_H, BLOCK_I] tiles
+            m = (hh < n_heads)[:, None] & (i < half)[None, :]
+            p1 = row + i[None, :] * stride_d
+            p2 = row + (i + half)[None, :] * stride_d
+            x1 = tl.load(p1, mask=m, other=0.0).to(tl.float32)
+            x2 = tl.load(p2, mask=m, other=0.0).to(tl.float32)
+            tl.store(p1, (x1 * c - x2 * sn).to(x_tok.dtype.element_ty), mask=m)
+            tl.store(p2, (x2 * c + x1 * sn).to(x_tok.dtype.element_ty), mask=m)
+
+
+@triton.jit
 def _rope_kernel(
     q_ptr, stride_qb, stride_qh, stride_qs, stride_qd,
     k_ptr, stride_kb, stride_kh, stride_ks, stride_kd,
@@ -246,45 +279,19 @@ def _rope_kernel(
     seq_len, n_q_heads, n_k_heads, half,
     BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr, BLOCK_I: tl.constexpr, INTERLEAVED: tl.constexpr,
 ):
+    # one program per token (b, s): its cos/sin row is read once and serves every q and k head
     tok = tl.program_id(0).to(tl.int64)
     b = tok // seq_len
     s = tok - b * seq_len
     p = tl.load(pos_ptr + b * stride_pos_b + s * stride_pos_s).to(tl.int64)
-
     i = tl.arange(0, BLOCK_I)
     i_ok = i < half
     c = tl.load(cos_ptr + p * stride_cos_p + i * stride_cos_i, mask=i_ok, other=0.0).to(tl.float32)[None, :]
     sn = tl.load(sin_ptr + p * stride_sin_p + i * stride_sin_i, mask=i_ok, other=0.0).to(tl.float32)[None, :]
-    if INTERLEAVED:
-        d1 = 2 * i
-        d2 = 2 * i + 1
-    else:
-        d1 = i
-        d2 = i + half
-
-    # Q heads, BLOCK_HQ at a time (one pass when BLOCK_HQ >= n_q_heads)
-    q_tok = q_ptr + b * stride_qb + s * stride_qs
-    for h0 in range(0, n_q_heads, BLOCK_HQ):
-        hh = h0 + tl.arange(0, BLOCK_HQ).to(tl.int64)
-        m = (hh < n_q_heads)[:, None] & i_ok[None, :]
-        p1 = q_tok + hh[:, None] * stride_qh + d1[None, :] * stride_qd
-        p2 = q_tok + hh[:, None] * stride_qh + d2[None, :] * stride_qd
-        x1 = tl.load(p1, mask=m, other=0.0).to(tl.float32)
-        x2 = tl.load(p2, mask=m, other=0.0).to(tl.float32)
-        tl.store(p1, (x1 * c - x2 * sn).to(q_ptr.dtype.element_ty), mask=m)
-        tl.store(p2, (x2 * c + x1 * sn).to(q_ptr.dtype.element_ty), mask=m)
-
-    # K heads
-    k_tok = k_ptr + b * stride_kb + s * stride_ks
-    for h0 in range(0, n_k_heads, BLOCK_HK):
-        hh = h0 + tl.arange(0, BLOCK_HK).to(tl.int64)
-        m = (hh < n_k_heads)[:, None] & i_ok[None, :]
-        p1 = k_tok + hh[:, None] * stride_kh + d1[None, :] * stride_kd
-        p2 = k_tok + hh[:, None] * stride_kh + d2[None, :] * stride_kd
-        x1 = tl.load(p1, mask=m, other=0.0).to(tl.float32)
-        x2 = tl.load(p2, mask=m, other=0.0).to(tl.float32)
-        tl.store(p1, (x1 * c - x2 * sn).to(k_ptr.dtype.element_ty), mask=m)
-        tl.store(p2, (x2 * c + x1 * sn).to(k_ptr.dtype.element_ty), mask=m)
+    _rotate_heads(q_ptr + b * stride_qb + s * stride_qs, stride_qh, stride_qd, n_q_heads, half, c, sn,
+                  BLOCK_HQ, BLOCK_I, INTERLEAVED)
+    _rotate_heads(k_ptr + b * stride_kb + s * stride_ks, stride_kh, stride_kd, n_k_heads, half, c, sn,
+                  BLOCK_HK, BLOCK_I, INTERLEAVED)
 
 
 # --------------------------------------------------------------------------------------------
@@ -302,7 +309,9 @@ def _default_warps(tile: int) -> int:
     return max(1, min(8, tile // 256))
 
 
-def apply_rope_(q, k, cache: RopeCache, position_ids, *, interleaved: bool = False, num_warps: int | None = None):
+def apply_rope_(
+    q, k, cache: RopeCache, position_ids, *, interleaved: bool = False, num_warps: int | None = None
+):
     """Rotate q [B, Hq, S, D] and k [B, Hk, S, D] in place (one launch); returns (q, k).
 
     Inference only (no autograd). Views are used through their strides, never copied; a view
@@ -319,7 +328,8 @@ def apply_rope_(q, k, cache: RopeCache, position_ids, *, interleaved: bool = Fal
         raise TypeError(f"q and k must share one of fp16/bf16/fp32; got {q.dtype} and {k.dtype}")
     if not isinstance(cache, RopeCache):
         raise TypeError("cache must be a RopeCache (see build_rope_cache)")
-    if cache.cos.dtype != torch.float32 or cache.sin.dtype != torch.float32 or cache.cos.shape != cache.sin.shape:
+    c, s = cache.cos, cache.sin
+    if c.dtype != torch.float32 or s.dtype != torch.float32 or c.shape != s.shape:
         raise TypeError("cache cos/sin must be fp32 tables of one shape")
     if cache.cos.dim() != 2 or cache.cos.shape[1] * 2 != cache.rotary_dim:
         raise ValueError("cache cos/sin must be [max_len, rotary_dim // 2]")
@@ -327,7 +337,8 @@ def apply_rope_(q, k, cache: RopeCache, position_ids, *, interleaved: bool = Fal
         raise ValueError(f"cache rotary_dim {cache.rotary_dim} > head_dim {D}")
     if position_ids.dim() != 2 or position_ids.shape[1] != S or position_ids.shape[0] not in (1, B):
         raise ValueError(f"position_ids must be [{B}, {S}] or [1, {S}]; got {tuple(position_ids.shape)}")
-    if position_ids.dtype.is_floating_point or position_ids.dtype.is_complex or position_ids.dtype == torch.bool:
+    pdt = position_ids.dtype
+    if pdt.is_floating_point or pdt.is_complex or pdt == torch.bool:
         raise TypeError(f"position_ids must be an integer tensor, got {position_ids.dtype}")
     devs = {t.device for t in (q, k, cache.cos, cache.sin, position_ids)}
     if len(devs) != 1:
@@ -376,7 +387,8 @@ def _rotate_half(x):
 def bench_cases(
     device="cuda", *, dtype=torch.bfloat16, shape=(1, 32, 8, 8192, 128), seed: int = 0
 ) -> list[tuple[str, Callable, Callable, int]]:
-    """(name, ours, peer, bytes_moved); default ``shape`` (B, Hq, Hk, S, D): q [1,32,8192,128] + k [1,8,8192,128].
+    """(name, ours, peer, bytes_moved) tuples; ``shape`` = (B, Hq, Hk, S, D), by default the H200
+    case q [1,32,8192,128] + k [1,8,8192,128].
 
     ``bytes_moved`` is the minimum: q and k read once and written once (the 4 MB fp32 cos/sin
     gather is left out, as in the issue's "min bytes" peer figure). ``ours`` rotates in place
