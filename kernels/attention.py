@@ -125,6 +125,7 @@ def _causal_trim_fwd(
     MAX_ROWS_BUCKET, MAX_SEQLEN_K_BUCKET,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr,
     VARLEN: tl.constexpr, WRITE_LSE: tl.constexpr, PARTIAL: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+    EVEN_D: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # ---- this program: (sequence, kv head, row block, key split); heavy row blocks first ------
@@ -183,8 +184,11 @@ def _causal_trim_fwd(
 
     for start_n in range(lo, tl.minimum(hi, n_full), BLOCK_N):
         cols = start_n + offs_n
-        k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                    mask=mask_d[None, :], other=0.0)
+        if EVEN_D:  # no mask at all: full tiles the compiler can pipeline and vectorise
+            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd)
+        else:
+            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                        mask=mask_d[None, :], other=0.0)
         if DOT_IN_FP32:
             k = k.to(tl.float32)
         s = tl.dot(q, tl.trans(k))
@@ -192,8 +196,11 @@ def _causal_trim_fwd(
         p = tl.math.exp2(s * qk_scale - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=mask_d[None, :], other=0.0)
+        if EVEN_D:
+            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd)
+        else:
+            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                        mask=mask_d[None, :], other=0.0)
         if DOT_IN_FP32:
             v = v.to(tl.float32)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
@@ -355,7 +362,7 @@ def causal_attention(
     max_rows = max_seqlen_q * group
     splits = num_splits or _default_splits(q.device, max_rows, max_seqlen_k, batch * hk)
     block_d = max(16, triton.next_power_of_2(d))
-    common = dict(HEAD_DIM=d, BLOCK_D=block_d, GROUP=group, VARLEN=varlen,
+    common = dict(HEAD_DIM=d, BLOCK_D=block_d, GROUP=group, VARLEN=varlen, EVEN_D=block_d == d,
                   DOT_IN_FP32=q.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1")
 
     def grid(meta):
