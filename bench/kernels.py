@@ -184,7 +184,22 @@ def extra_cases(dev) -> list[dict]:
             peers = peer if isinstance(peer, (list, tuple)) else [("peer", peer)]
             for peer_name, fn in peers:
                 rows.append(_time(name, peer_name, fn, nbytes=nbytes))
+        for name, fn, nbytes in getattr(mod, "bench_variants", lambda d: [])(dev):
+            rows.append(_time(f"{mod_name} variant", name, fn, nbytes=nbytes))
     return rows
+
+
+def self_checks(dev) -> list[dict]:
+    """Kernel modules' own device checks (exact byte comparisons the CPU cannot make)."""
+    out = []
+    for mod_name in ("act_quant",):
+        try:
+            mod = __import__(f"sits_doctor.kernels.{mod_name}", fromlist=["device_selfcheck"])
+        except ImportError:
+            mod = __import__(f"kernels.{mod_name}", fromlist=["device_selfcheck"])
+        for name, ok, detail in mod.device_selfcheck(dev):
+            out.append({"check": f"{mod_name}: {name}", "ok": ok, "detail": detail})
+    return out
 
 
 def environment() -> dict:
@@ -219,9 +234,10 @@ def main() -> None:
     env = environment()
     ceil = ceilings(dev)
     checks = check_attention(dev, torch.bfloat16)
+    selfchecks = self_checks(dev)
     rows = bench_attention(dev, torch.bfloat16, args.quick) + extra_cases(dev)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "kernels.json").write_text(json.dumps({"env": env, "ceilings": ceil, "checks": checks, "rows": rows}, indent=2))
+    (args.out / "kernels.json").write_text(json.dumps({"env": env, "ceilings": ceil, "checks": checks, "selfchecks": selfchecks, "rows": rows}, indent=2))
     md = [
         f"# Kernel benchmark on {env['gpu']}",
         "",
@@ -234,6 +250,8 @@ def main() -> None:
         "",
         "Correctness on the GPU (relative error, bf16): "
         + "; ".join(f"{c['shape']}: {c['rel_err_vs_fp64']:.1e} vs fp64, {c['rel_err_vs_sdpa']:.1e} vs SDPA" for c in checks),
+        "",
+        "Device self-checks: " + "; ".join(f"{c['check']}: {'ok' if c['ok'] else 'FAILED (' + c['detail'] + ')'}" for c in selfchecks),
         "",
         table(rows),
         "",
