@@ -202,6 +202,47 @@ def self_checks(dev) -> list[dict]:
     return out
 
 
+def targets(rows: list[dict], ceil: dict) -> list[str]:
+    """The issue's targets, computed from this run's rows: measured ratio, and met or not."""
+    def find(case_prefix, impl):
+        for r in rows:
+            if r["case"].startswith(case_prefix) and r["impl"] == impl and r.get("ms"):
+                return r
+        return None
+
+    lines = []
+
+    def ratio(label, num, den, key, goal):
+        if num is None or den is None:
+            lines.append(f"- {label}: not measured")
+            return
+        value = num[key] / den[key] if key != "ms" else den["ms"] / num["ms"]
+        lines.append(f"- {label}: {value:.2f}× (target ≥{goal}×): {'met' if value >= goal else 'NOT met'}")
+
+    for s in ("S=4096", "S=16384"):
+        case = f"causal prefill B=4 H=32 D=128 {s}"
+        ours = find(case, "causal_trim (ours)")
+        ratio(f"causal_trim vs SDPA cuDNN, {s}", ours, find(case, "SDPA cuDNN"), "TFLOPs", 1.0)
+        ratio(f"causal_trim vs SDPA flash (FA2), {s}", ours, find(case, "SDPA flash (FA2)"), "TFLOPs", 1.1)
+    case = "chunked prefill"
+    ratio("causal_trim vs SDPA causal_lower_right, chunked prefill", find(case, "causal_trim (ours)"),
+          find(case, "SDPA causal_lower_right"), "TFLOPs", 1.7)
+    rope_case = "rope q[1,32,8192,128]+k[1,8,8192,128] bfloat16 auto"
+    rope = find(rope_case, "rope (ours)")
+    if rope:
+        frac = rope["TBps"] / ceil["copy_TBps"]
+        lines.append(f"- rope_hoist: {frac:.0%} of copy bandwidth (target ≥85%): {'met' if frac >= 0.85 else 'NOT met'}")
+    ratio("rope_hoist vs transformers-style eager", rope, find(rope_case, "peer"), "ms", 5.0)
+    for tag in ("int8", "fp8e4m3"):
+        case = f"per-token {tag} quant 8192x4096 bf16"
+        ours = find(case, "act_quant (ours)")
+        if ours:
+            frac = ours["TBps"] / ceil["copy_TBps"]
+            lines.append(f"- act_calib {tag}: {frac:.0%} of copy bandwidth (target ≥85%): {'met' if frac >= 0.85 else 'NOT met'}")
+        ratio(f"act_calib {tag} vs torch.compile", ours, find(case, "torch.compile"), "ms", 1.5)
+    return lines
+
+
 def environment() -> dict:
     sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
@@ -250,6 +291,10 @@ def main() -> None:
         "",
         "Correctness on the GPU (relative error, bf16): "
         + "; ".join(f"{c['shape']}: {c['rel_err_vs_fp64']:.1e} vs fp64, {c['rel_err_vs_sdpa']:.1e} vs SDPA" for c in checks),
+        "",
+        "Targets (issue 3), from this run:",
+        "",
+        *targets(rows, ceil),
         "",
         "Device self-checks: " + "; ".join(f"{c['check']}: {'ok' if c['ok'] else 'FAILED (' + c['detail'] + ')'}" for c in selfchecks),
         "",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__", "check", "CheckOptions", "Report"]
+__all__ = ["__version__", "check", "CheckOptions", "Report", "patch", "unpatch"]
 
 
 def __getattr__(name: str):
@@ -16,4 +16,8 @@ def __getattr__(name: str):
         from sits_doctor import engine
 
         return getattr(engine, name)
+    if name in ("patch", "unpatch"):  # live-model kernel patches: imports torch and triton
+        from sits_doctor.fixes import kernel_patches
+
+        return getattr(kernel_patches, name)
     raise AttributeError(name)

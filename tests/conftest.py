@@ -3,12 +3,16 @@ or use the files committed under fixtures/."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
+# Kernel tests run on the CPU through Triton's interpreter (set before anything imports triton).
+os.environ.setdefault("TRITON_INTERPRET", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

@@ -50,6 +50,9 @@ def test_wheel_file_list(wheel):
     shipped = {n.rsplit("/", 1)[-1] for n in names if n.startswith("sits_doctor/rules/")}
     assert rule_files <= shipped
     assert "sits_doctor/fixes/__init__.py" in names
+    assert "sits_doctor/fixes/kernel_patches/__init__.py" in names
+    shipped_kernels = {n.rsplit("/", 1)[-1] for n in names if n.startswith("sits_doctor/kernels/")}
+    assert {p.name for p in (REPO / "kernels").glob("*.py")} <= shipped_kernels
     assert "sits_doctor/kernels/__init__.py" in names
     assert "sits_doctor/schemas/ortgenai.py" in names
 

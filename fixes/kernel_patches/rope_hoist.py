@@ -1,0 +1,222 @@
+"""rope_hoist: one cos/sin cache per model, and ``apply_rope_`` rotating q and k in place.
+
+Hooks (transformers 5.24; llama / mistral / qwen2 / qwen3 share this code path):
+  * ``<Family>RotaryEmbedding.forward`` of the model's one rotary module (``model.model.rotary_emb``),
+    overridden on the *instance* (an entry in its ``__dict__``; revert deletes it). Instead of
+    computing cos/sin [B, S, D] on every forward it returns ``(position_ids, hoisted)``, which
+    the decoder layers pass on untouched as ``position_embeddings`` to every attention module.
+  * ``modeling_<family>.apply_rotary_pos_emb``, the module global the attention forward calls
+    (``query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)``):
+    replaced by a dispatcher that runs ``apply_rope_(q, k, cache, position_ids)`` in place when
+    ``sin`` is a hoisted cache and calls the original function otherwise, so other models of the
+    same family in the process are unaffected. The global is shared, hence reference-counted:
+    the original comes back when the last patched model is reverted.
+
+The cache is ``build_rope_cache`` from the config's ``rope_parameters`` (rope_theta, rope_type and
+its scaling keys, partial_rotary_factor) and head_dim, for ``max_position_embeddings`` positions,
+on the rotary module's device; it is rebuilt larger when a forward's positions go past it (one
+host sync per forward, for the bound check). Before installing, the cache is checked against the
+model's own rotary module (its ``inv_freq`` and ``attention_scaling``), so a rope type the builder
+reads differently is refused rather than verified by luck.
+
+Falls back per call to the original math (cos/sin gathered from the same cache) when autograd
+needs the inputs (``apply_rope_`` is in place, inference only) or q/k are not [B, H, S, D].
+Refused: other model types, ``dynamic`` / ``longrope`` rope types (their frequencies depend on the
+current length, which a cache built once does not follow), a rotary dim different from the
+model's, training mode, a CPU model without ``TRITON_INTERPRET=1``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+
+import torch
+
+from ._core import DEFAULT_RTOL, Patch, PatchRefused, UndoStack, apply_verified, model_device
+
+NAME = "rope_hoist"
+FAMILIES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+LENGTH_DEPENDENT = frozenset({"dynamic", "longrope"})
+RTOL = DEFAULT_RTOL
+SYMBOL = "apply_rotary_pos_emb"
+
+_globals: dict[str, dict] = {}  # modeling module name -> {"orig": fn, "refs": n}
+
+
+class Hoisted:
+    """What the patched rotary module returns in place of ``sin``: the model's cache."""
+
+    def __init__(self, cache, build):
+        self.cache = cache
+        self._build = build  # max_len -> RopeCache
+        self.calls = 0
+        self.fallbacks = 0
+
+    def ensure(self, max_pos: int) -> None:
+        if max_pos >= self.cache.max_len:
+            n = self.cache.max_len
+            while n <= max_pos:
+                n *= 2
+            self.cache = self._build(n)
+
+    def cos_sin(self, position_ids: torch.Tensor, dtype: torch.dtype):
+        """transformers' (cos, sin) [B, S, D] for the fallback path."""
+        c = self.cache.cos[position_ids.long()]
+        s = self.cache.sin[position_ids.long()]
+        return torch.cat((c, c), -1).to(dtype), torch.cat((s, s), -1).to(dtype)
+
+
+def _dispatcher(orig):
+    def apply_rotary_pos_emb(q, k, cos, sin, unsqueeze_dim=1):
+        if not isinstance(sin, Hoisted):
+            return orig(q, k, cos, sin, unsqueeze_dim)
+        position_ids, hoisted = cos, sin
+        needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad)
+        if unsqueeze_dim == 1 and q.dim() == 4 and k.dim() == 4 and not needs_grad:
+            from sits_doctor.kernels.rope import apply_rope_
+
+            hoisted.calls += 1
+            return apply_rope_(q, k, hoisted.cache, position_ids)
+        hoisted.fallbacks += 1
+        c, s = hoisted.cos_sin(position_ids, q.dtype)
+        return orig(q, k, c, s, unsqueeze_dim)
+
+    apply_rotary_pos_emb.__wrapped__ = orig
+    apply_rotary_pos_emb.__sits_patch__ = NAME
+    return apply_rotary_pos_emb
+
+
+def _install_global(module_name: str) -> None:
+    mod = sys.modules[module_name]
+    entry = _globals.get(module_name)
+    if entry is None:
+        entry = _globals[module_name] = {"orig": getattr(mod, SYMBOL), "refs": 0}
+        setattr(mod, SYMBOL, _dispatcher(entry["orig"]))
+    entry["refs"] += 1
+
+
+def _release_global(module_name: str) -> None:
+    entry = _globals[module_name]
+    entry["refs"] -= 1
+    if entry["refs"] == 0:
+        setattr(sys.modules[module_name], SYMBOL, entry["orig"])
+        del _globals[module_name]
+
+
+def _rotary_module(model):
+    base = getattr(model, "base_model", model)
+    rot = getattr(base, "rotary_emb", None)
+    found = [m for m in model.modules() if type(m).__name__.endswith("RotaryEmbedding")]
+    if rot is None or len(found) != 1 or found[0] is not rot:
+        return None
+    return rot
+
+
+def _attention_modules(model):
+    return [m for m in model.modules() if type(m).__name__.endswith("Attention")
+            and SYMBOL in inspect.unwrap(type(m).forward).__code__.co_names]
+
+
+def _rope_params(cfg) -> dict:
+    rp = getattr(cfg, "rope_parameters", None)
+    if isinstance(rp, dict) and rp:
+        return dict(rp)
+    p = dict(getattr(cfg, "rope_scaling", None) or {})  # v4-style configs
+    p.setdefault("rope_theta", getattr(cfg, "rope_theta", 10000.0))
+    return p
+
+
+def check(model) -> None:
+    cfg = model.config
+    mt = getattr(cfg, "model_type", None)
+    if mt not in FAMILIES:
+        raise PatchRefused(NAME, f"model_type {mt!r} is not one of the families sharing "
+                                 f"{SYMBOL} ({', '.join(sorted(FAMILIES))})")
+    if model.training:
+        raise PatchRefused(NAME, "model is in training mode: apply_rope_ is in place, inference only")
+    kind = _rope_params(cfg).get("rope_type", _rope_params(cfg).get("type", "default"))
+    if kind in LENGTH_DEPENDENT:
+        raise PatchRefused(NAME, f"rope_type {kind!r} changes its frequencies with the current "
+                                 f"length; a cache built once would not follow it")
+    if _rotary_module(model) is None:
+        raise PatchRefused(NAME, "no single <Family>RotaryEmbedding at model.base_model.rotary_emb")
+    attn = _attention_modules(model)
+    if not attn:
+        raise PatchRefused(NAME, f"no attention module calls the module-level {SYMBOL}")
+    if len({type(m).__module__ for m in attn}) != 1:
+        raise PatchRefused(NAME, "attention modules come from more than one modeling module")
+    if model_device(model).type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
+        raise PatchRefused(NAME, "the model is on the CPU: Triton kernels run there only with "
+                                 "TRITON_INTERPRET=1 (tests)")
+
+
+def _builder(cfg, device):
+    from sits_doctor.kernels.rope import build_rope_cache
+
+    p = _rope_params(cfg)
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+
+    def build(max_len: int):
+        return build_rope_cache(
+            head_dim, max_len,
+            base=float(p.get("rope_theta", 10000.0)),
+            rope_scaling=p,
+            partial_rotary_factor=float(getattr(cfg, "partial_rotary_factor", None) or 1.0),
+            device=device,
+            max_position_embeddings=getattr(cfg, "max_position_embeddings", None),
+        )
+
+    return build
+
+
+def install(model):
+    cfg = model.config
+    rot = _rotary_module(model)
+    inv_freq = rot.inv_freq
+    build = _builder(cfg, inv_freq.device)
+    try:
+        cache = build(int(getattr(cfg, "max_position_embeddings", None) or 2048))
+    except ValueError as exc:
+        raise PatchRefused(NAME, f"build_rope_cache: {exc}") from exc
+    if cache.rotary_dim != 2 * inv_freq.numel():
+        raise PatchRefused(NAME, f"cache rotary_dim {cache.rotary_dim} != the model's "
+                                 f"{2 * inv_freq.numel()}")
+    scaling = float(getattr(rot, "attention_scaling", 1.0))
+    # Position 1: angle == inv_freq. A model cast with .to(bf16/fp16) holds inv_freq rounded to
+    # that dtype (transformers then rotates with the rounded frequencies); compare at that
+    # resolution and leave the rest to the logits verification.
+    eps = max(torch.finfo(inv_freq.dtype).eps, 1e-6) if inv_freq.is_floating_point() else 1e-6
+    model_cos1 = torch.cos(inv_freq.float()) * scaling
+    if abs(cache.attention_scaling - scaling) > 1e-6 * max(1.0, abs(scaling)) or \
+            not torch.allclose(cache.cos[1], model_cos1.to(cache.cos.device), rtol=2 * eps, atol=2 * eps):
+        raise PatchRefused(NAME, "build_rope_cache disagrees with the model's rotary embedding "
+                                 f"(rope_type {_rope_params(cfg).get('rope_type', 'default')!r})")
+    hoisted = Hoisted(cache, build)
+    module_name = type(_attention_modules(model)[0]).__module__
+
+    def forward(x, position_ids=None, *args, **kwargs):
+        if position_ids is None or position_ids.dim() != 2:
+            return type(rot).forward(rot, x, position_ids, *args, **kwargs)
+        if position_ids.numel():
+            hoisted.ensure(int(position_ids.max()))
+        return position_ids, hoisted
+
+    undo = UndoStack()
+    try:
+        _install_global(module_name)
+        undo.push(lambda: _release_global(module_name))
+        rot.__dict__["forward"] = forward
+        undo.push(lambda: rot.__dict__.pop("forward", None))
+    except BaseException:
+        undo()
+        raise
+    return undo, {"modeling_module": module_name, "hoisted": hoisted,
+                  "model_inv_freq_dtype": inv_freq.dtype,
+                  "rope_type": _rope_params(cfg).get("rope_type", "default")}
+
+
+def apply(model, **kw) -> Patch:
+    """Hoist the model's RoPE into one cache + in-place kernel; verified on a probe batch."""
+    return apply_verified(model, NAME, check, install, rtol_table=RTOL, **kw)

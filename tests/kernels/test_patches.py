@@ -1,0 +1,190 @@
+"""Live kernel patches on a tiny random-init Llama (fixtures/hf/tiny-random-llama, fp32, CPU).
+
+No download: the model is ``LlamaForCausalLM(LlamaConfig(**config.json))`` under a fixed seed.
+Kernels run under the Triton interpreter (conftest sets TRITON_INTERPRET=1), which is slow per
+program, so the verification probe here is one short sequence (21 tokens: two query blocks, not a
+block multiple) instead of the default [2, 37].
+
+Tolerances (max |patched − unpatched| / max |unpatched| over the logits): causal_trim and
+rope_hoist 1e-4 (fp32); act_calib 5e-2 (int8 per-token activations: it changes numerics).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+from transformers.masking_utils import AttentionMaskInterface  # noqa: E402
+from transformers.modeling_utils import AttentionInterface  # noqa: E402
+
+from sits_doctor.fixes.kernel_patches import (  # noqa: E402
+    PatchRefused, act_calib, applied, causal_trim, patch, rope_hoist, run_probe, unpatch,
+)
+
+CONFIG = Path(__file__).resolve().parents[2] / "fixtures" / "hf" / "tiny-random-llama" / "config.json"
+EXACT = 1e-4
+LOOSE = act_calib.RTOL[torch.float32]
+ALL = ["causal_trim", "rope_hoist", "act_calib"]
+
+
+def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a.double() - b.double()).abs().max() / b.double().abs().max())
+
+
+@pytest.fixture(scope="module")
+def model():
+    torch.manual_seed(0)
+    m = LlamaForCausalLM(LlamaConfig(**json.loads(CONFIG.read_text()))).eval()
+    yield m
+    for p in applied(m).values():
+        p.revert()
+
+
+@pytest.fixture(scope="module")
+def probe():
+    return torch.randint(0, 256, (1, 21), generator=torch.Generator().manual_seed(1))
+
+
+@pytest.fixture(scope="module")
+def short_probe():
+    """Enough for the prefill / chunk / decode split, and cheap under the interpreter."""
+    return torch.randint(0, 256, (1, 9), generator=torch.Generator().manual_seed(4))
+
+
+@pytest.fixture(scope="module")
+def inputs():
+    return torch.randint(0, 256, (2, 23), generator=torch.Generator().manual_seed(2))
+
+
+def _snapshot(m):
+    """Everything a patch may touch, to compare before / after."""
+    mod = sys.modules[type(m.model.layers[0].self_attn).__module__]
+    return {
+        "attn": m.config._attn_implementation,
+        "rope_fn": mod.apply_rotary_pos_emb,
+        "rotary_forward": "forward" in m.model.rotary_emb.__dict__,
+        "linear_forwards": sorted(n for n, x in m.named_modules() if "forward" in x.__dict__),
+        "registry": "_sits_kernel_patches" in m.__dict__,
+        "attn_iface": "sits_causal_trim" in AttentionInterface._global_mapping,
+        "mask_iface": "sits_causal_trim" in AttentionMaskInterface._global_mapping,
+    }
+
+
+@torch.no_grad()
+def _logits(m, ids):
+    return m(input_ids=ids, use_cache=False).logits
+
+
+def test_all_three_match_unpatched_and_unpatch_restores(model, probe, inputs):
+    before = _snapshot(model)
+    ref = _logits(model, inputs)
+
+    exact = patch(model, ["causal_trim", "rope_hoist"], probe=probe)
+    assert [p.error <= EXACT for p in exact.patches] == [True, True], [p.error for p in exact.patches]
+    kernel_calls = causal_trim.STATS["kernel"]
+    hoisted = exact["rope_hoist"].info["hoisted"]
+    rope_calls = hoisted.calls
+    got = _logits(model, inputs)
+    assert causal_trim.STATS["kernel"] > kernel_calls and hoisted.calls > rope_calls  # the kernels ran
+    assert _rel(got, ref) <= EXACT, _rel(got, ref)
+
+    full = patch(model, ALL, probe=probe)  # the first two are already active: returned as they are
+    assert full["causal_trim"] is exact["causal_trim"] and full["rope_hoist"] is exact["rope_hoist"]
+    cal = full["act_calib"]
+    assert cal.error is not None and cal.error <= LOOSE and cal.tolerance == LOOSE
+    assert cal.info["mode"] == "dequant"
+    assert all(c.batches == 0 for c in cal.info["calibrators"].values())  # reset after verification
+    got = _logits(model, inputs)
+    assert 0 < _rel(got, ref) <= LOOSE, _rel(got, ref)
+    layers = [n for n, x in model.named_modules() if ".mlp." in n and isinstance(x, torch.nn.Linear)]
+    assert sorted(cal.info["calibrators"]) == sorted(layers) and len(layers) == 6
+    rows = act_calib.summary(cal)
+    assert all(r["batches"] == 1 and r["running_absmax"] > 0 for r in rows), rows
+
+    state, calls = _snapshot(model), causal_trim.STATS["kernel"]
+    again = patch(model, ALL, probe=probe)  # patching twice is a no-op: same patches, no probe run
+    assert [a is b for a, b in zip(again.patches, full.patches)] == [True, True, True]
+    assert rope_hoist.apply(model) is full["rope_hoist"]
+    assert causal_trim.STATS["kernel"] == calls and _snapshot(model) == state
+
+    unpatch(full)
+    assert _snapshot(model) == before
+    assert torch.equal(_logits(model, inputs), ref)  # bit for bit
+    unpatch(full)  # twice: nothing left to do
+    assert _snapshot(model) == before
+
+
+def test_verification_refusal_rolls_back(model, short_probe):
+    probe = short_probe
+    before = _snapshot(model)
+    ref = run_probe(model, probe)
+    # act_calib cannot meet an fp32-exact tolerance: refused with the measured error, and
+    # strict mode also reverts causal_trim, applied earlier in the same call.
+    with pytest.raises(PatchRefused) as info:
+        patch(model, ["causal_trim", "act_calib"], probe=probe, rtol=1e-6)
+    assert info.value.name == "act_calib" and info.value.error > 1e-6
+    assert "differ from the unpatched model" in str(info.value)
+    assert _snapshot(model) == before
+    assert torch.equal(run_probe(model, probe), ref)
+
+
+@pytest.mark.parametrize(
+    "name, change, reason",
+    [
+        ("causal_trim", {"sliding_window": 8}, "sliding"),
+        ("causal_trim", {"attn_logit_softcapping": 30.0}, "softcapping"),
+        ("causal_trim", {"is_causal": False}, "causal"),
+        ("causal_trim", {"model_type": "gpt2"}, "model_type"),
+        ("rope_hoist", {"rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4}},
+         "dynamic"),
+        ("act_calib", {}, "training"),
+    ],
+)
+def test_structural_refusal_leaves_model_untouched(model, name, change, reason):
+    before = _snapshot(model)
+    saved = {k: model.config.__dict__.get(k, None) for k in change}
+    try:
+        for k, v in change.items():
+            setattr(model.config, k, v)
+        if not change:
+            model.train()
+        with pytest.raises(PatchRefused, match=reason):
+            patch(model, [name])
+    finally:
+        model.eval()
+        for k, v in saved.items():
+            if v is None and k in model.config.__dict__:
+                delattr(model.config, k)
+            elif v is not None:
+                setattr(model.config, k, v)
+    assert _snapshot(model) == before
+
+
+def test_generate_with_kv_cache_same_tokens(model, short_probe):
+    probe = short_probe
+    torch.manual_seed(3)
+    prompt = torch.randint(3, 256, (1, 9))
+    # left-padded batch: attention falls back to sdpa per call (padding mask), rope stays hoisted
+    padded = torch.cat([torch.tensor([[0, 0, 0] + torch.randint(3, 256, (6,)).tolist()]), prompt])
+    mask = torch.ones_like(padded)
+    mask[0, :3] = 0
+    kw = dict(max_new_tokens=5, do_sample=False, pad_token_id=0)
+    want = model.generate(prompt, **kw)
+    want_pad = model.generate(padded, attention_mask=mask, **kw)
+
+    ps = patch(model, ["causal_trim", "rope_hoist"], probe=probe)
+    calls, fallbacks = causal_trim.STATS["kernel"], causal_trim.STATS["fallback:mask"]
+    got = model.generate(prompt, **kw)
+    assert causal_trim.STATS["kernel"] >= calls + 2 * 5  # prefill + decode steps, 2 layers
+    got_pad = model.generate(padded, attention_mask=mask, **kw)
+    assert causal_trim.STATS["fallback:mask"] > fallbacks
+    unpatch(ps)
+    assert torch.equal(got, want), (got, want)
+    assert torch.equal(got_pad, want_pad), (got_pad, want_pad)
