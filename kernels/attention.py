@@ -125,7 +125,7 @@ def _causal_trim_fwd(
     MAX_ROWS_BUCKET, MAX_SEQLEN_K_BUCKET,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr,
     VARLEN: tl.constexpr, WRITE_LSE: tl.constexpr, PARTIAL: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-    EVEN_D: tl.constexpr,
+    EVEN_D: tl.constexpr, DOT_PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # ---- this program: (sequence, kv head, row block, key split); heavy row blocks first ------
@@ -191,7 +191,7 @@ def _causal_trim_fwd(
                         mask=mask_d[None, :], other=0.0)
         if DOT_IN_FP32:
             k = k.to(tl.float32)
-        s = tl.dot(q, tl.trans(k))
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
         m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
         p = tl.math.exp2(s * qk_scale - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
@@ -203,7 +203,7 @@ def _causal_trim_fwd(
                         mask=mask_d[None, :], other=0.0)
         if DOT_IN_FP32:
             v = v.to(tl.float32)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         m_i = m_new
 
     for start_n in range(tl.maximum(lo, n_full), hi, BLOCK_N):
@@ -213,7 +213,7 @@ def _causal_trim_fwd(
                     mask=col_ok[:, None] & mask_d[None, :], other=0.0)
         if DOT_IN_FP32:
             k = k.to(tl.float32)
-        s = tl.dot(q, tl.trans(k)) * qk_scale
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
         visible = (cols[None, :] <= pos[:, None] + shift) & col_ok[None, :]
         s = tl.where(visible, s, float("-inf"))
         m_new = tl.maximum(m_i, tl.max(s, 1))
@@ -225,7 +225,7 @@ def _causal_trim_fwd(
                     mask=col_ok[:, None] & mask_d[None, :], other=0.0)
         if DOT_IN_FP32:
             v = v.to(tl.float32)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         m_i = m_new
 
     # ---- normalise and store; a row that saw no key is 0 with LSE = -inf ---------------------
@@ -363,6 +363,8 @@ def causal_attention(
     splits = num_splits or _default_splits(q.device, max_rows, max_seqlen_k, batch * hk)
     block_d = max(16, triton.next_power_of_2(d))
     common = dict(HEAD_DIM=d, BLOCK_D=block_d, GROUP=group, VARLEN=varlen, EVEN_D=block_d == d,
+                  # fp32 inputs get fp32 products (not TF32): a float32 model must match itself
+                  DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
                   DOT_IN_FP32=q.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1")
 
     def grid(meta):
