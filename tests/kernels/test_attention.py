@@ -47,6 +47,7 @@ def assert_close(out, ref, dtype, what):
         (1, 8, 1, 1, 45, 32),      # decode: one query over many keys, GQA 8
         (1, 3, 3, 40, 23, 16),     # q_len > k_len: the first rows see nothing
         (1, 2, 1, 17, 17, 80),     # head_dim not a power of two (padded, masked)
+        (1, 2, 2, 9, 20, 256),     # the largest head_dim supported
     ],
 )
 def test_batched_matches_reference(b, hq, hk, sq, sk, d, dtype):
