@@ -165,10 +165,10 @@ def _time(case, name, fn, *, flops=None, nbytes=None, graph=False) -> dict:
     return row
 
 
-def extra_cases(dev) -> list[dict]:
+def extra_cases(dev, only: str | None = None) -> list[dict]:
     """rope_hoist and act_calib cases, from each kernel module's bench_cases()."""
     rows = []
-    for mod_name in ("rope", "act_quant"):
+    for mod_name in (only,) if only else ("rope", "act_quant"):
         try:
             try:
                 mod = __import__(f"sits_doctor.kernels.{mod_name}", fromlist=["bench_cases"])
@@ -269,11 +269,17 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", choices=["rope", "act_quant"], help="time one kernel module's cases only")
     args = ap.parse_args()
     dev = torch.device("cuda")
     torch.manual_seed(0)
     env = environment()
     ceil = ceilings(dev)
+    if args.only:
+        rows = extra_cases(dev, args.only)
+        print(f"copy {ceil['copy_TBps']:.2f} TB/s\n" + table(rows))
+        print("\n".join(targets(rows, ceil)))
+        return
     checks = check_attention(dev, torch.bfloat16) + check_attention(dev, torch.float32)
     selfchecks = self_checks(dev)
     rows = bench_attention(dev, torch.bfloat16, args.quick) + extra_cases(dev)

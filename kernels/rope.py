@@ -240,33 +240,48 @@ def rope_reference(q, k, cache: RopeCache, position_ids, *, interleaved: bool = 
 # kernel
 # --------------------------------------------------------------------------------------------
 @triton.jit
-def _rotate_heads(
-    x_tok, stride_h, stride_d, n_heads, half, c, sn,
+def _load_heads(
+    x_tok, stride_h, stride_d, h0, n_heads, half,
     BLOCK_H: tl.constexpr, BLOCK_I: tl.constexpr, INTERLEAVED: tl.constexpr,
 ):
-    """Rotate heads 0..n_heads-1 of one token in place, BLOCK_H heads per step; c, sn [1, BLOCK_I]."""
+    """Heads h0..h0+BLOCK_H-1 of one token as two fp32 [BLOCK_H, BLOCK_I] halves of each pair."""
     i = tl.arange(0, BLOCK_I)
-    for h0 in range(0, n_heads, BLOCK_H):
-        hh = h0 + tl.arange(0, BLOCK_H).to(tl.int64)
-        row = x_tok + hh[:, None] * stride_h
-        if INTERLEAVED:
-            # pairs (2i, 2i+1) are adjacent: one contiguous [BLOCK_H, 2*BLOCK_I] tile, split in registers
-            j = tl.arange(0, 2 * BLOCK_I)
-            m = (hh < n_heads)[:, None] & (j < 2 * half)[None, :]
-            ptrs = row + j[None, :] * stride_d
-            x = tl.load(ptrs, mask=m, other=0.0).to(tl.float32)
-            x1, x2 = tl.split(tl.reshape(x, (BLOCK_H, BLOCK_I, 2)))
-            y = tl.reshape(tl.join(x1 * c - x2 * sn, x2 * c + x1 * sn), (BLOCK_H, 2 * BLOCK_I))
-            tl.store(ptrs, y.to(x_tok.dtype.element_ty), mask=m)
-        else:
-            # halves [0, half) and [half, 2*half): two contiguous [BLOCK_H, BLOCK_I] tiles
-            m = (hh < n_heads)[:, None] & (i < half)[None, :]
-            p1 = row + i[None, :] * stride_d
-            p2 = row + (i + half)[None, :] * stride_d
-            x1 = tl.load(p1, mask=m, other=0.0).to(tl.float32)
-            x2 = tl.load(p2, mask=m, other=0.0).to(tl.float32)
-            tl.store(p1, (x1 * c - x2 * sn).to(x_tok.dtype.element_ty), mask=m)
-            tl.store(p2, (x2 * c + x1 * sn).to(x_tok.dtype.element_ty), mask=m)
+    hh = h0 + tl.arange(0, BLOCK_H).to(tl.int64)
+    row = x_tok + hh[:, None] * stride_h
+    if INTERLEAVED:
+        # pairs (2i, 2i+1) are adjacent: one contiguous [BLOCK_H, 2*BLOCK_I] tile, split in registers
+        j = tl.arange(0, 2 * BLOCK_I)
+        m = (hh < n_heads)[:, None] & (j < 2 * half)[None, :]
+        x = tl.load(row + j[None, :] * stride_d, mask=m, other=0.0).to(tl.float32)
+        x1, x2 = tl.split(tl.reshape(x, (BLOCK_H, BLOCK_I, 2)))
+    else:
+        # halves [0, half) and [half, 2*half): two contiguous [BLOCK_H, BLOCK_I] tiles
+        m = (hh < n_heads)[:, None] & (i < half)[None, :]
+        x1 = tl.load(row + i[None, :] * stride_d, mask=m, other=0.0).to(tl.float32)
+        x2 = tl.load(row + (i + half)[None, :] * stride_d, mask=m, other=0.0).to(tl.float32)
+    return x1, x2
+
+
+@triton.jit
+def _store_rotated(
+    x_tok, stride_h, stride_d, h0, n_heads, half, x1, x2, c, sn,
+    BLOCK_H: tl.constexpr, BLOCK_I: tl.constexpr, INTERLEAVED: tl.constexpr,
+):
+    """Rotate the pair halves (x1, x2) by (c, sn) [1, BLOCK_I] and store them where they came from."""
+    i = tl.arange(0, BLOCK_I)
+    hh = h0 + tl.arange(0, BLOCK_H).to(tl.int64)
+    row = x_tok + hh[:, None] * stride_h
+    y1 = x1 * c - x2 * sn
+    y2 = x2 * c + x1 * sn
+    if INTERLEAVED:
+        j = tl.arange(0, 2 * BLOCK_I)
+        m = (hh < n_heads)[:, None] & (j < 2 * half)[None, :]
+        y = tl.reshape(tl.join(y1, y2), (BLOCK_H, 2 * BLOCK_I))
+        tl.store(row + j[None, :] * stride_d, y.to(x_tok.dtype.element_ty), mask=m)
+    else:
+        m = (hh < n_heads)[:, None] & (i < half)[None, :]
+        tl.store(row + i[None, :] * stride_d, y1.to(x_tok.dtype.element_ty), mask=m)
+        tl.store(row + (i + half)[None, :] * stride_d, y2.to(x_tok.dtype.element_ty), mask=m)
 
 
 @triton.jit
@@ -278,6 +293,7 @@ def _rope_kernel(
     pos_ptr, stride_pos_b, stride_pos_s,
     seq_len, n_q_heads, n_k_heads, half,
     BLOCK_HQ: tl.constexpr, BLOCK_HK: tl.constexpr, BLOCK_I: tl.constexpr, INTERLEAVED: tl.constexpr,
+    ONE_TILE: tl.constexpr,
 ):
     # one program per token (b, s): its cos/sin row is read once and serves every q and k head
     tok = tl.program_id(0).to(tl.int64)
@@ -288,10 +304,26 @@ def _rope_kernel(
     i_ok = i < half
     c = tl.load(cos_ptr + p * stride_cos_p + i * stride_cos_i, mask=i_ok, other=0.0).to(tl.float32)[None, :]
     sn = tl.load(sin_ptr + p * stride_sin_p + i * stride_sin_i, mask=i_ok, other=0.0).to(tl.float32)[None, :]
-    _rotate_heads(q_ptr + b * stride_qb + s * stride_qs, stride_qh, stride_qd, n_q_heads, half, c, sn,
-                  BLOCK_HQ, BLOCK_I, INTERLEAVED)
-    _rotate_heads(k_ptr + b * stride_kb + s * stride_ks, stride_kh, stride_kd, n_k_heads, half, c, sn,
-                  BLOCK_HK, BLOCK_I, INTERLEAVED)
+    q_tok = q_ptr + b * stride_qb + s * stride_qs
+    k_tok = k_ptr + b * stride_kb + s * stride_ks
+    if ONE_TILE:
+        # every head of q and of k fits one tile: issue all loads before any store, so the
+        # token's reads overlap instead of waiting on each other
+        q1, q2 = _load_heads(q_tok, stride_qh, stride_qd, 0, n_q_heads, half, BLOCK_HQ, BLOCK_I, INTERLEAVED)
+        k1, k2 = _load_heads(k_tok, stride_kh, stride_kd, 0, n_k_heads, half, BLOCK_HK, BLOCK_I, INTERLEAVED)
+        _store_rotated(q_tok, stride_qh, stride_qd, 0, n_q_heads, half, q1, q2, c, sn,
+                       BLOCK_HQ, BLOCK_I, INTERLEAVED)
+        _store_rotated(k_tok, stride_kh, stride_kd, 0, n_k_heads, half, k1, k2, c, sn,
+                       BLOCK_HK, BLOCK_I, INTERLEAVED)
+    else:
+        for h0 in range(0, n_q_heads, BLOCK_HQ):
+            x1, x2 = _load_heads(q_tok, stride_qh, stride_qd, h0, n_q_heads, half, BLOCK_HQ, BLOCK_I, INTERLEAVED)
+            _store_rotated(q_tok, stride_qh, stride_qd, h0, n_q_heads, half, x1, x2, c, sn,
+                           BLOCK_HQ, BLOCK_I, INTERLEAVED)
+        for h0 in range(0, n_k_heads, BLOCK_HK):
+            x1, x2 = _load_heads(k_tok, stride_kh, stride_kd, h0, n_k_heads, half, BLOCK_HK, BLOCK_I, INTERLEAVED)
+            _store_rotated(k_tok, stride_kh, stride_kd, h0, n_k_heads, half, x1, x2, c, sn,
+                           BLOCK_HK, BLOCK_I, INTERLEAVED)
 
 
 # --------------------------------------------------------------------------------------------
@@ -371,6 +403,7 @@ def apply_rope_(
         position_ids, pos_sb, position_ids.stride(1),
         S, Hq, Hk, half,
         BLOCK_HQ=bhq, BLOCK_HK=bhk, BLOCK_I=block_i, INTERLEAVED=bool(interleaved),
+        ONE_TILE=bhq >= Hq and bhk >= Hk,
         num_warps=warps,
     )
     return q, k
