@@ -1,7 +1,7 @@
 """causal_trim: causal attention forward that only visits key blocks at or below the diagonal.
 
-For one sequence with ``Lq`` queries and ``Lk`` keys (``Lk >= Lq``: the queries are the last
-``Lq`` positions, as in chunked prefill and decode), query ``i`` sees key ``j`` iff
+For one sequence with ``Lq`` queries and ``Lk`` keys (usually ``Lk >= Lq``: the queries are the
+last ``Lq`` positions, as in chunked prefill and decode), query ``i`` sees key ``j`` iff
 
     j <= i + (Lk - Lq)                        (bottom-right alignment, FlashAttention >= 2.1)
 
@@ -320,8 +320,17 @@ def causal_attention(
         n_seq = cu_seqlens_q.numel() - 1
         if cu_seqlens_k.numel() - 1 != n_seq:
             raise ValueError("cu_seqlens_q and cu_seqlens_k describe different numbers of sequences")
+        if v.shape != k.shape:
+            raise ValueError(f"v {tuple(v.shape)} must match k {tuple(k.shape)}")
         cu_q = cu_seqlens_q.to(device=q.device, dtype=torch.int32).contiguous()
         cu_k = cu_seqlens_k.to(device=q.device, dtype=torch.int32).contiguous()
+        if cu_seqlens_q.device.type == "cpu" and cu_seqlens_k.device.type == "cpu":  # no device sync
+            for name, cu, rows in (("q", cu_seqlens_q, tq), ("k", cu_seqlens_k, k.shape[0])):
+                if n_seq and (int(cu[0]) != 0 or bool((cu[1:] < cu[:-1]).any()) or int(cu[-1]) > rows):
+                    raise ValueError(f"cu_seqlens_{name} must start at 0, never decrease and end "
+                                     f"at most at {rows} (the rows of {name})")
+        # a max_seqlen smaller than a real sequence leaves its last rows unwritten: give the true
+        # maximum (or leave it out, which costs one device sync to compute it)
         if max_seqlen_q is None:
             max_seqlen_q = int((cu_q[1:] - cu_q[:-1]).max()) if n_seq else 0
         if max_seqlen_k is None:

@@ -347,7 +347,8 @@ def apply_rope_(
     """Rotate q [B, Hq, S, D] and k [B, Hk, S, D] in place (one launch); returns (q, k).
 
     Inference only (no autograd). Views are used through their strides, never copied; a view
-    whose elements overlap (a zero stride, e.g. an ``expand``-ed k) is refused, as is q aliasing k.
+    whose elements overlap (a zero stride, e.g. an ``expand``-ed k) is refused, as are q and k
+    starting at the same address; partly overlapping q and k are not detected (don't pass them).
     Position values are range-checked only for CPU tensors (a check on the GPU would synchronize).
     ``num_warps`` overrides the size-based choice (for tuning).
     """

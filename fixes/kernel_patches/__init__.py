@@ -15,7 +15,9 @@ Patches (one module each, ``apply(model, **options) -> Patch``, ``Patch.revert()
 Every patch is reversible and idempotent, refuses models it does not fit with
 :class:`PatchRefused` (a reason, and the measured error when verification failed), and is kept
 only when the patched model's logits on a probe batch match the unpatched model's (see
-``_core``). Requires torch, triton and transformers (the ``kernels`` and ``hf`` extras); importing
+``_core``). Known limits: a ``copy.deepcopy`` of a patched model shares its patches (unpatch
+before copying); act_calib's int8/fp8 modes quantize the weights once when applied (re-apply after
+loading new weights). Requires torch, triton and transformers (the ``kernels`` and ``hf`` extras); importing
 this package imports torch.
 """
 

@@ -102,6 +102,10 @@ def _make_forward(lin: nn.Linear, name: str, mode: str, state: dict):
     bias = lin.bias
 
     def forward(x):
+        if lin.training or (torch.is_grad_enabled() and x.requires_grad):
+            # quantization has no gradient: training and attribution get the plain Linear
+            state["fallbacks"][name] += 1
+            return F.linear(x, lin.weight, bias)
         state["calibrators"][name].observe(x)
         q, s = quantize_per_token(x, qdtype)  # q like x, s [..., 1] fp32
         K, N = x.shape[-1], w.shape[0]

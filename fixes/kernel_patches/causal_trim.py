@@ -31,6 +31,8 @@ models that cannot switch attention implementation at runtime.
 
 from __future__ import annotations
 
+import copy
+
 import os
 from collections import Counter
 
@@ -82,6 +84,13 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
         STATS["fallback:" + reason] += 1
+        causal = is_causal is not False and getattr(module, "is_causal", True)
+        if attention_mask is None and causal and query.shape[2] != key.shape[2]:
+            # our mask function skipped the mask for a plain bottom-right batch, but sdpa's
+            # is_causal is top-left aligned: hand it the bottom-right mask explicitly
+            q_len, k_len = query.shape[2], key.shape[2]
+            attention_mask = torch.ones(q_len, k_len, dtype=torch.bool, device=query.device)
+            attention_mask = attention_mask.tril(k_len - q_len)[None, None]
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, is_causal=is_causal, **kwargs)
     from sits_doctor.kernels.attention import causal_attention
@@ -193,6 +202,13 @@ def install(model):
     try:
         _register()
         undo.push(_unregister)
+        # set_attn_implementation edits the config object in place, and models built from one
+        # config share it: give this model (and its submodules) a private copy first
+        shared, private = model.config, copy.deepcopy(model.config)
+        holders = [m for m in model.modules() if getattr(m, "config", None) is shared]
+        for m in holders:
+            m.config = private
+        undo.push(lambda: [setattr(m, "config", shared) for m in holders])
         previous = model.config._attn_implementation
         model.set_attn_implementation(IMPL)
         undo.push(lambda: model.set_attn_implementation(previous))

@@ -171,15 +171,32 @@ def _builder(cfg, device):
     return build
 
 
+def _from_inv_freq(inv_freq: torch.Tensor, scaling: float):
+    """cos/sin tables [max_len, rotary_dim // 2] from the rotary module's inv_freq, in fp32 as
+    transformers computes them (position × inv_freq, then cos/sin, times attention_scaling)."""
+    from sits_doctor.kernels.rope import RopeCache
+
+    freq = inv_freq.detach().float()
+
+    def build(max_len: int):
+        angles = torch.arange(max_len, device=freq.device, dtype=torch.float32)[:, None] * freq[None, :]
+        return RopeCache(angles.cos() * scaling, angles.sin() * scaling, 2 * freq.numel(), scaling)
+
+    return build
+
+
 def install(model):
     cfg = model.config
     rot = _rotary_module(model)
     inv_freq = rot.inv_freq
-    build = _builder(cfg, inv_freq.device)
-    try:
-        cache = build(int(getattr(cfg, "max_position_embeddings", None) or 2048))
+    scaling_of_model = float(getattr(rot, "attention_scaling", 1.0))
+    try:  # the cache builder must agree with the model (a rope type it does not know is refused)
+        cache = _builder(cfg, inv_freq.device)(int(getattr(cfg, "max_position_embeddings", None) or 2048))
     except ValueError as exc:
         raise PatchRefused(NAME, f"build_rope_cache: {exc}") from exc
+    # ... and then the tables come from the model's own inv_freq, which is what transformers
+    # rotates with (rounded to bf16/fp16 when the model was cast): identical angles at every length
+    build = _from_inv_freq(inv_freq, scaling_of_model)
     if cache.rotary_dim != 2 * inv_freq.numel():
         raise PatchRefused(NAME, f"cache rotary_dim {cache.rotary_dim} != the model's "
                                  f"{2 * inv_freq.numel()}")
@@ -193,7 +210,7 @@ def install(model):
             not torch.allclose(cache.cos[1], model_cos1.to(cache.cos.device), rtol=2 * eps, atol=2 * eps):
         raise PatchRefused(NAME, "build_rope_cache disagrees with the model's rotary embedding "
                                  f"(rope_type {_rope_params(cfg).get('rope_type', 'default')!r})")
-    hoisted = Hoisted(cache, build)
+    hoisted = Hoisted(build(cache.max_len), build)
     module_name = type(_attention_modules(model)[0]).__module__
 
     def forward(x, position_ids=None, *args, **kwargs):

@@ -18,6 +18,23 @@ from sits_doctor.kernels.attention import causal_attention, causal_attention_ref
 TOL = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 2e-2}
 
 
+@pytest.fixture(autouse=True)
+def poisoned_outputs(monkeypatch):
+    """Every float buffer the launcher allocates starts as NaN, so an unwritten element fails."""
+    real_empty, real_empty_like = torch.empty, torch.empty_like
+
+    def empty(*args, **kwargs):
+        t = real_empty(*args, **kwargs)
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    def empty_like(*args, **kwargs):
+        t = real_empty_like(*args, **kwargs)
+        return t.fill_(float("nan")) if t.is_floating_point() else t
+
+    monkeypatch.setattr(torch, "empty", empty)
+    monkeypatch.setattr(torch, "empty_like", empty_like)
+
+
 def rel_err(out: torch.Tensor, ref: torch.Tensor) -> float:
     out, ref = out.double(), ref.double()
     finite = torch.isfinite(ref)
@@ -184,3 +201,16 @@ def test_split_keys_varlen_with_empty_and_short_sequences():
     assert_close(out, ref, torch.float32, "output")
     assert torch.equal(torch.isneginf(lse), torch.isneginf(ref_lse))
     assert_close(lse, ref_lse, torch.float32, "lse")
+
+
+def test_bad_varlen_offsets_are_refused():
+    q = torch.randn(10, 2, 16)
+    k = torch.randn(12, 2, 16)
+    ok_q = torch.tensor([0, 4, 10], dtype=torch.int32)
+    with pytest.raises(ValueError):
+        causal_attention(q, k, k, cu_seqlens_q=ok_q, cu_seqlens_k=torch.tensor([0, 7, 13], dtype=torch.int32))
+    with pytest.raises(ValueError):
+        causal_attention(q, k, k, cu_seqlens_q=torch.tensor([0, 6, 4], dtype=torch.int32),
+                         cu_seqlens_k=torch.tensor([0, 5, 12], dtype=torch.int32))
+    with pytest.raises(ValueError):
+        causal_attention(q, k, k[:11], cu_seqlens_q=ok_q, cu_seqlens_k=torch.tensor([0, 5, 11], dtype=torch.int32))

@@ -140,7 +140,7 @@ def test_verification_refusal_rolls_back(model, short_probe):
     [
         ("causal_trim", {"sliding_window": 8}, "sliding"),
         ("causal_trim", {"attn_logit_softcapping": 30.0}, "softcapping"),
-        ("causal_trim", {"is_causal": False}, "causal"),
+        ("causal_trim", {"is_causal": False}, "is_causal is False"),
         ("causal_trim", {"model_type": "gpt2"}, "model_type"),
         ("rope_hoist", {"rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4}},
          "dynamic"),
@@ -188,3 +188,58 @@ def test_generate_with_kv_cache_same_tokens(model, short_probe):
     unpatch(ps)
     assert torch.equal(got, want), (got, want)
     assert torch.equal(got_pad, want_pad), (got_pad, want_pad)
+
+
+def _fresh(seed: int, config=None):
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(config or LlamaConfig(**json.loads(CONFIG.read_text()))).eval()
+
+
+def test_fallback_on_a_chunk_keeps_bottom_right_alignment(short_probe):
+    """A chunk over a cache that must fall back to sdpa (here: inputs that need gradients) gets
+    an explicit bottom-right mask: sdpa's own is_causal would be top-left aligned."""
+    m = _fresh(3)
+    ids = torch.randint(3, 256, (1, 12), generator=torch.Generator().manual_seed(5))
+
+    def chunk_logits():
+        with torch.no_grad():
+            out = m(input_ids=ids[:, :9], use_cache=True)
+        emb = m.model.embed_tokens(ids[:, 9:]).detach().requires_grad_()
+        return m(inputs_embeds=emb, past_key_values=out.past_key_values, use_cache=True).logits.detach()
+
+    ref = chunk_logits()
+    ps = patch(m, ["causal_trim"], probe=short_probe)
+    before = causal_trim.STATS["fallback:autograd"]
+    got = chunk_logits()
+    unpatch(ps)
+    assert causal_trim.STATS["fallback:autograd"] > before
+    assert _rel(got, ref) < EXACT
+
+
+def test_a_model_sharing_the_config_object_is_not_switched(short_probe):
+    config = LlamaConfig(**json.loads(CONFIG.read_text()))
+    a, b = _fresh(0, config), _fresh(1, config)
+    assert a.config is b.config
+    ps = patch(a, ["causal_trim"], probe=short_probe)
+    try:
+        assert b.config._attn_implementation != causal_trim.IMPL
+        assert a.config._attn_implementation == causal_trim.IMPL
+    finally:
+        unpatch(ps)
+    assert a.config is config and b.config._attn_implementation == config._attn_implementation
+
+
+def test_act_calib_keeps_gradients_when_training_after_patching(short_probe):
+    m, ref_model = _fresh(2), _fresh(2)
+    ids = torch.randint(3, 256, (1, 10), generator=torch.Generator().manual_seed(6))
+    ps = patch(m, ["act_calib"], probe=short_probe)
+    try:
+        for net in (m, ref_model):
+            net.train()
+            net(input_ids=ids, labels=ids).loss.backward()
+        for (name, p), (_, p_ref) in zip(m.named_parameters(), ref_model.named_parameters()):
+            assert p.grad is not None, name
+            assert torch.allclose(p.grad, p_ref.grad, rtol=1e-4, atol=1e-6), name
+    finally:
+        m.eval()
+        unpatch(ps)
