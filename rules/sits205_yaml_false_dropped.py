@@ -60,7 +60,7 @@ from sits_doctor.versions import V
 RULE = Rule(
     code="SITS205",
     name="yaml-false-dropped",
-    summary="vLLM ≤0.27 silently drops `key: false` from --config YAML; the default stays on",
+    summary="vLLM silently drops `key: false` from --config YAML (any key ≤0.27, underscored keys after); the default stays on",
     severity=Severity.WARNING,
     frameworks=("vllm",),
 )
