@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LLAMA_8B, run_cli, write, k8s_deployment
+from conftest import LLAMA_8B, k8s_deployment, run_cli, write
 
 ANSI = "\x1b["
 FINDING_LINE = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>SITS\d{3}) \[(?P<sev>error|warning|info)\] \S.*$")

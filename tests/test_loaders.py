@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LLAMA_8B, write
+from conftest import LLAMA_8B, k8s_deployment, write
 from sits_doctor.loaders import LoadResult, load_paths
 from sits_doctor.plan import Plan
 
@@ -130,43 +130,34 @@ def test_content_sniffing_ignores_file_names(tmp_path: Path) -> None:
 
 # --- Kubernetes -------------------------------------------------------------------------------
 
-K8S_ARGS = """
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: llm
-spec:
-  template:
-    spec:
-      containers:
-        - name: vllm
-          image: vllm/vllm-openai:v0.10.2
-          command: ["vllm", "serve"]
-          args:
-            - meta-llama/Llama-3.1-8B-Instruct
-            - --max-model-len=16384
-            - --gpu-memory-utilization
-            - "0.85"
-            - -tp
-            - "2"
-            - -O3
-            - --no-enable-prefix-caching
-            - --enforce-eager
-            - --compilation-config.cudagraph_mode=PIECEWISE
-          env:
-            - name: HF_TOKEN
-              valueFrom:
-                secretKeyRef: {name: hf, key: token}
-            - name: VLLM_ATTENTION_BACKEND
-              value: FLASHINFER
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: llm
-spec:
-  ports: [{port: 8000}]
-"""
+K8S_ARGS = k8s_deployment(
+    '          image: vllm/vllm-openai:v0.10.2',
+    '          command: ["vllm", "serve"]',
+    '          args:',
+    '            - meta-llama/Llama-3.1-8B-Instruct',
+    '            - --max-model-len=16384',
+    '            - --gpu-memory-utilization',
+    '            - "0.85"',
+    '            - -tp',
+    '            - "2"',
+    '            - -O3',
+    '            - --no-enable-prefix-caching',
+    '            - --enforce-eager',
+    '            - --compilation-config.cudagraph_mode=PIECEWISE',
+    '          env:',
+    '            - name: HF_TOKEN',
+    '              valueFrom:',
+    '                secretKeyRef: {name: hf, key: token}',
+    '            - name: VLLM_ATTENTION_BACKEND',
+    '              value: FLASHINFER',
+    '---',
+    'apiVersion: v1',
+    'kind: Service',
+    'metadata:',
+    '  name: llm',
+    'spec:',
+    '  ports: [{port: 8000}]',
+)
 
 
 def test_k8s_args_list(tmp_path: Path) -> None:

@@ -189,28 +189,28 @@ def install(model):
     cfg = model.config
     rot = _rotary_module(model)
     inv_freq = rot.inv_freq
-    scaling_of_model = float(getattr(rot, "attention_scaling", 1.0))
-    try:  # the cache builder must agree with the model (a rope type it does not know is refused)
-        cache = _builder(cfg, inv_freq.device)(int(getattr(cfg, "max_position_embeddings", None) or 2048))
+    scaling = float(getattr(rot, "attention_scaling", 1.0))
+    max_len = int(getattr(cfg, "max_position_embeddings", None) or 2048)
+    try:  # the cache builder must agree with the model (a rope type it does not know is refused);
+        # rows 0 and 1 are enough to compare (dynamic, whose table depends on length, is refused)
+        cache = _builder(cfg, inv_freq.device)(2)
     except ValueError as exc:
         raise PatchRefused(NAME, f"build_rope_cache: {exc}") from exc
-    # ... and then the tables come from the model's own inv_freq, which is what transformers
-    # rotates with (rounded to bf16/fp16 when the model was cast): identical angles at every length
-    build = _from_inv_freq(inv_freq, scaling_of_model)
     if cache.rotary_dim != 2 * inv_freq.numel():
         raise PatchRefused(NAME, f"cache rotary_dim {cache.rotary_dim} != the model's "
                                  f"{2 * inv_freq.numel()}")
-    scaling = float(getattr(rot, "attention_scaling", 1.0))
     # Position 1: angle == inv_freq. A model cast with .to(bf16/fp16) holds inv_freq rounded to
-    # that dtype (transformers then rotates with the rounded frequencies); compare at that
-    # resolution and leave the rest to the logits verification.
+    # that dtype; compare at that resolution and leave the rest to the logits verification.
     eps = max(torch.finfo(inv_freq.dtype).eps, 1e-6) if inv_freq.is_floating_point() else 1e-6
     model_cos1 = torch.cos(inv_freq.float()) * scaling
     if abs(cache.attention_scaling - scaling) > 1e-6 * max(1.0, abs(scaling)) or \
             not torch.allclose(cache.cos[1], model_cos1.to(cache.cos.device), rtol=2 * eps, atol=2 * eps):
         raise PatchRefused(NAME, "build_rope_cache disagrees with the model's rotary embedding "
                                  f"(rope_type {_rope_params(cfg).get('rope_type', 'default')!r})")
-    hoisted = Hoisted(build(cache.max_len), build)
+    # The tables themselves come from the model's own inv_freq, which is what transformers rotates
+    # with (rounded to bf16/fp16 when the model was cast): identical angles at every length.
+    build = _from_inv_freq(inv_freq, scaling)
+    hoisted = Hoisted(build(max_len), build)
     module_name = type(_attention_modules(model)[0]).__module__
 
     def forward(x, position_ids=None, *args, **kwargs):

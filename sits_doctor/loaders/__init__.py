@@ -79,10 +79,12 @@ def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consu
         return
     seen.add(key)
     display = display_path(path)
+    text = None
     try:
-        docs = read_docs(path, display)
+        text = read_text(path, display)
+        docs = parse_docs(text, path, display)
     except InputError as err:
-        if explicit or not _tolerable_in_walk(path, err):
+        if explicit or not _tolerable_in_walk(path, err, text):
             result.errors.append(err)
         else:
             result.skipped += 1
@@ -113,7 +115,10 @@ def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consu
 
 def read_docs(path: Path, display: str) -> list[SourceDoc]:
     """Read and parse a file into its documents (JSON: one; YAML: one per ``---``)."""
-    text = read_text(path, display)
+    return parse_docs(read_text(path, display), path, display)
+
+
+def parse_docs(text: str, path: Path, display: str) -> list[SourceDoc]:
     if not text.strip():
         raise InputError(display, "empty file")
     suffix = path.suffix.lower()
@@ -132,7 +137,7 @@ _CONFIG_MARKERS = (
 _CONFIG_NAMES = frozenset({"config.json", "genai_config.json", "generation_config.json", "hf_quant_config.json"})
 
 
-def _tolerable_in_walk(path: Path, err: InputError) -> bool:
+def _tolerable_in_walk(path: Path, err: InputError, text: str | None) -> bool:
     """Problems that only mean "not one of our configs" when met while walking a directory: a
     size over the limit, an empty file, a Helm template, or a broken file that does not look like
     a deployment config at all (docs, other tools' settings). A broken file that does is an error."""
@@ -140,10 +145,11 @@ def _tolerable_in_walk(path: Path, err: InputError) -> bool:
         return True
     if path.name in _CONFIG_NAMES:
         return False
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return False
+    if text is None:  # it could not be read as text (binary, not UTF-8): look at it leniently
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            return False
     return "{{" in text or not any(marker in text for marker in _CONFIG_MARKERS)
 
 

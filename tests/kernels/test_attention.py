@@ -124,19 +124,9 @@ def test_varlen_equals_batched_on_equal_lengths():
 
 
 def test_every_output_element_is_written():
-    """Poison the output buffer the kernel will use: no NaN may survive."""
+    """The buffers start as NaN (the poisoned_outputs fixture): no NaN may survive."""
     q, k, v = (torch.randn(1, 2, 45, 32) for _ in range(3))
-    real_empty = torch.empty
-
-    def poisoned_empty(*args, **kwargs):
-        t = real_empty(*args, **kwargs)
-        return t.fill_(float("nan")) if t.is_floating_point() else t
-
-    torch.empty = poisoned_empty
-    try:
-        out, lse = causal_attention(q, k, v, return_lse=True)
-    finally:
-        torch.empty = real_empty
+    out, lse = causal_attention(q, k, v, return_lse=True)
     assert torch.isfinite(out).all() and torch.isfinite(lse).all()
 
 

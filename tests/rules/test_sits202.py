@@ -18,7 +18,7 @@ import json
 
 import pytest
 
-from conftest import LLAMA_8B, run_cli, write, k8s_deployment
+from conftest import LLAMA_8B, k8s_deployment, run_cli, write
 from sits_doctor import CheckOptions, check
 from sits_doctor.finding import Severity
 
@@ -373,23 +373,14 @@ def test_fail_unknown_hub_model_is_info_naming_model_config(tmp_path, monkeypatc
 
 
 def test_pass_templated_max_model_len_is_not_judged(tmp_path, monkeypatch):
-    text = """
-    apiVersion: apps/v1
-    kind: Deployment
-    metadata:
-      name: llm
-    spec:
-      template:
-        spec:
-          containers:
-            - name: vllm
-              image: vllm/vllm-openai:v0.29.0
-              args:
-                - --model
-                - ./m
-                - --max-model-len
-                - "{{ .Values.maxModelLen }}"
-    """
+    text = k8s_deployment(
+        '          image: vllm/vllm-openai:v0.29.0',
+        '          args:',
+        '            - --model',
+        '            - ./m',
+        '            - --max-model-len',
+        '            - "{{ .Values.maxModelLen }}"',
+    )
     files = {"m/config.json": model(max_position_embeddings=16), "k8s.yaml": text}
     assert findings(tmp_path, monkeypatch, files, "k8s.yaml") == []
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import write
+from conftest import k8s_deployment, write
 from sits_doctor import CheckOptions, check
 from sits_doctor.finding import Severity
 
@@ -94,19 +94,10 @@ def test_pass_true_and_non_bool_values(tmp_path, monkeypatch):
 
 
 def test_pass_kubernetes_args_are_never_judged(tmp_path, monkeypatch):
-    text = """
-    apiVersion: apps/v1
-    kind: Deployment
-    metadata:
-      name: llm
-    spec:
-      template:
-        spec:
-          containers:
-            - name: vllm
-              image: vllm/vllm-openai:v0.27.1
-              args: ["--model", "./m", "--no-enable-prefix-caching", "--enable-chunked-prefill=false"]
-    """
+    text = k8s_deployment(
+        '          image: vllm/vllm-openai:v0.27.1',
+        '          args: ["--model", "./m", "--no-enable-prefix-caching", "--enable-chunked-prefill=false"]',
+    )
     assert findings(tmp_path, monkeypatch, "k8s.yaml", text, "0.27.1") == []
 
 
