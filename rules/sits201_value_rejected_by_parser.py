@@ -26,7 +26,8 @@ Use instead:
 
 ## Fix
 Write the value with the type the parser expects (safe: the same meaning, spelled the way the
-parser reads it). No automatic fix yet.
+parser reads it). `sits-doctor fix` does it where the right value is unambiguous: a provider
+option `true`/`1` becomes `"1"`, a suffixed `max_model_len` its plain number.
 
 ## How it is measured
 Not measured: a predicted load failure, from a JSON Schema of what the newest ORT GenAI parser
@@ -46,6 +47,8 @@ import re
 from typing import Iterator
 
 from sits_doctor.finding import Finding, Severity
+from sits_doctor.fixes import config as edit
+from sits_doctor.frameworks import vllm as fw
 from sits_doctor.plan import Plan, Provenance
 from sits_doctor.rule import Rule
 from sits_doctor.source import join_pointer
@@ -58,7 +61,6 @@ RULE = Rule(
     severity=Severity.ERROR,
     frameworks=("ortgenai", "vllm"),
 )
-HUMAN_INT_FROM = "0.8.4"  # vLLM's human_readable_int for --max-model-len (vllm/engine/arg_utils.py)
 _WANTED = {"integer": "an integer", "array": "an array", "object": "an object"}
 _JSON_TYPES = {bool: "bool", int: "number", float: "number", str: "string", type(None): "null", dict: "object", list: "array"}
 
@@ -77,13 +79,15 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     text = setting.raw.strip()
     if re.fullmatch(r"-?\d+", text) or text in ("auto",):
         return
-    if re.fullmatch(r"\d+(\.\d+)?[kmgKMG]", text) and V(ctx.target.version) < V(HUMAN_INT_FROM):
+    if re.fullmatch(r"\d+(\.\d+)?[kmgKMG]", text) and V(ctx.target.version) < V(fw.HUMAN_INT):
+        number = plan.value("max_model_len")
         yield RULE.finding(
             plan, setting,
             f"max_model_len {text!r} uses a size suffix, which vLLM {ctx.target.version} does not read "
-            f"(from {HUMAN_INT_FROM}): startup fails (argument --max-model-len: invalid int value)",
+            f"(from {fw.HUMAN_INT}): startup fails (argument --max-model-len: invalid int value)",
             evidence=[f"target: {ctx.target}"],
-            fix_hint=f"write it as a plain number: {plan.value('max_model_len')}",
+            fix_hint=f"write it as a plain number: {number}",
+            fixes=[edit.replace_value(setting, number, f"write {number}")] if isinstance(number, int) else (),
         )
 
 
@@ -108,11 +112,17 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
             else:
                 expected = " or ".join(_WANTED.get(w, f"a {w}") for w in wanted)
                 message = f"{name}: expected {expected} but saw a {saw} ({_short(error.instance)})"
+        setting = plan.get(".".join(str(p) for p in error.absolute_path))
+        fix = None
+        if setting is not None and error.validator_value == "string" and isinstance(error.instance, (bool, int, float)):
+            text = str(int(error.instance)) if isinstance(error.instance, bool) else str(error.instance)
+            fix = edit.replace_value(setting, text, f'write "{text}" (a string)')
         yield RULE.finding(
             plan, Provenance.at(plan.doc, pointer),
             f"{message}: ORT GenAI fails to load the config",
             evidence=[f"target: {ctx.target}"],
             fix_hint=_hint(error),
+            fixes=[fix],
         )
 
 

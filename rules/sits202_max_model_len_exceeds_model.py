@@ -31,9 +31,9 @@ max-model-len: 8192
 ```
 
 ## Fix
-Lower `max_model_len` to the derived value (unsafe: it changes the longest request served), or
-serve a model whose config declares a longer context (RoPE scaling through `hf_overrides`, only
-if the model was trained for it). No automatic fix.
+Lower `max_model_len` to the derived value (`sits-doctor fix --unsafe-fixes`; unsafe: it changes
+the longest request served), or serve a model whose config declares a longer context (RoPE
+scaling through `hf_overrides`, only if the model was trained for it).
 
 ## How it is measured
 Not measured: a predicted startup failure. The derived length is computed offline from the
@@ -53,10 +53,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from sits_doctor.finding import Finding, Severity
+from sits_doctor.finding import Finding, Safety, Severity
+from sits_doctor.fixes import config as edit
 from sits_doctor.plan import Plan
 from sits_doctor.rule import Rule
-from sits_doctor.vllm_limits import allow_long_max_model_len, derived_max_model_len
+from sits_doctor.frameworks.vllm_max_model_len import allow_long_max_model_len, derived_max_model_len
 
 RULE = Rule(
     code="SITS202",
@@ -114,4 +115,6 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         f"startup fails with ValueError: {vllm_message}",
         evidence=evidence,
         fix_hint=f"set max_model_len to at most {limit}",
+        fixes=[edit.replace_value(setting, limit, f"lower max_model_len to {limit} (the longest request served "
+                                  "gets shorter)", Safety.UNSAFE)],
     )

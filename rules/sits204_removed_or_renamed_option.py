@@ -32,9 +32,11 @@ model: meta-llama/Llama-3.1-8B-Instruct
 ```
 
 ## Fix
-Remove the option or rename it as the message says (safe for removed no-op options; a rename
-keeps the meaning). The message names the replacement where the framework has one. No automatic
-fix yet.
+`sits-doctor fix` removes a vLLM option the target no longer has, together with its value words
+(safe where the option did nothing on the target or has no successor, e.g. `--swap-space` on the
+V1 engine; unsafe where the intent is lost, e.g. `--speculative-model`), and renames one whose
+successor takes the same value (`--guided-decoding-backend` → `--structured-outputs-config.backend`,
+safe). TensorRT-LLM pre-1.0 keys move into other sections: the fix is shown, not applied.
 
 ## How it is measured
 Not measured: a predicted startup failure or an ignored setting, from the option tables below
@@ -62,11 +64,14 @@ known, in that order; the finding's evidence says which).
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from typing import Any, Iterator
 
-from sits_doctor.finding import Finding, Severity
-from sits_doctor.plan import Plan, Provenance
+from sits_doctor.finding import Finding, Safety, Severity
+from sits_doctor.fixes import config as edit
+from sits_doctor.frameworks import transformers as tf
+from sits_doctor.frameworks import trtllm as trt
+from sits_doctor.frameworks import vllm as fw
+from sits_doctor.plan import Plan, Provenance, Setting
 from sits_doctor.rule import Rule
 from sits_doctor.source import join_pointer
 from sits_doctor.versions import V
@@ -80,98 +85,11 @@ RULE = Rule(
 )
 
 
-@dataclass(frozen=True)
-class Change:
-    key: str
-    instead: str  # what to do instead
-    removed: str | None = None  # first version without it
-    deprecated: str | None = None  # first version that warns
-    added: str | None = None  # first version with it
-
-
-VLLM_CHANGES = (
-    Change("worker_use_ray", "use --distributed-executor-backend ray", removed="0.7.0"),
-    Change("speculative_model", "use --speculative-config '{\"model\": ...}'", removed="0.8.3"),
-    Change("num_speculative_tokens", "use --speculative-config '{\"num_speculative_tokens\": ...}'", removed="0.8.3"),
-    Change("use_v2_block_manager", "remove it (the v1 block manager is gone; it was a no-op)", removed="0.10.0"),
-    Change("tokenizer_pool_size", "remove it", removed="0.10.0"),
-    Change("tokenizer_pool_type", "remove it", removed="0.10.0"),
-    Change("tokenizer_pool_extra_config", "remove it", removed="0.10.0"),
-    Change("enable_reasoning", "use --reasoning-parser alone", removed="0.10.0"),
-    Change("device", "remove it (the platform is detected)", removed="0.10.0"),
-    Change("long_lora_scaling_factors", "remove it", removed="0.10.0"),
-    Change("max_prompt_adapters", "remove it (prompt adapters were removed)", removed="0.10.0"),
-    Change("enable_prompt_adapter", "remove it (prompt adapters were removed)", removed="0.10.2"),
-    Change("num_scheduler_steps", "remove it (multi-step scheduling was removed)", removed="0.10.1"),
-    Change("multi_step_stream_outputs", "remove it (multi-step scheduling was removed)", removed="0.10.1"),
-    Change("preemption_mode", "remove it (V0-only)", removed="0.11.0"),
-    Change("disable_async_output_proc", "remove it (V0-only)", removed="0.11.0"),
-    Change("scheduler_delay_factor", "remove it (V0-only)", removed="0.11.0"),
-    Change("max_seq_len_to_capture", "remove it; V1 sizes CUDA graphs by tokens per step "
-           "(--cuda-graph-sizes on 0.11, --max-cudagraph-capture-size from 0.11.1)", removed="0.11.0"),
-    Change("rope_scaling", "use --hf-overrides '{\"rope_scaling\": ...}'", removed="0.11.1"),
-    Change("rope_theta", "use --hf-overrides '{\"rope_theta\": ...}'", removed="0.11.1"),
-    Change("guided_decoding_backend", "use --structured-outputs-config.backend", deprecated="0.11.0", removed="0.12.0"),
-    Change("guided_decoding_disable_fallback", "use --structured-outputs-config.disable_fallback",
-           deprecated="0.11.0", removed="0.12.0"),
-    Change("guided_decoding_disable_any_whitespace", "use --structured-outputs-config.disable_any_whitespace",
-           deprecated="0.11.0", removed="0.12.0"),
-    Change("guided_decoding_disable_additional_properties",
-           "use --structured-outputs-config.disable_additional_properties", deprecated="0.11.0", removed="0.12.0"),
-    Change("lora_extra_vocab_size", "remove it", removed="0.12.0"),
-    Change("cuda_graph_sizes", "use --cudagraph-capture-sizes or --max-cudagraph-capture-size",
-           deprecated="0.11.1", removed="0.13.0"),
-    Change("task", "use --runner / --convert", deprecated="0.11.2", removed="0.13.0"),
-    Change("disable_log_requests", "remove it (request logging is off by default; "
-           "--enable-log-requests turns it on)", deprecated="0.10.1", removed="0.17.0"),
-    Change("swap_space", "remove it (no CPU swap space in the V1 engine)", removed="0.18.0"),
-    Change("calculate_kv_scales", "remove it; fp8 KV without checkpoint k/v scales uses scale 1.0",
-           deprecated="0.20.0", removed="0.28.0"),
-    Change("max_cudagraph_capture_size", "use --cuda-graph-sizes on this version", added="0.11.1"),
-    Change("cudagraph_capture_sizes", "use --compilation-config '{\"cudagraph_capture_sizes\": [...]}'", added="0.11.1"),
-    Change("enable_log_requests", "request logging is already on unless --disable-log-requests", added="0.10.1"),
-    Change("runner", "use --task on this version", added="0.10.1"),
-    Change("convert", "use --task on this version", added="0.10.1"),
-    Change("structured_outputs_config", "use --guided-decoding-backend on this version", added="0.11.0"),
-    Change("speculative_config", "use --speculative-model / --num-speculative-tokens on this version", added="0.8.2"),
-)
-# transformers' accepted `cache_implementation` values, read in the released wheels
-# (generation/configuration_utils.py, ALL_CACHE_IMPLEMENTATIONS + "paged").
-_HF_CACHE_BASE = {"static", "offloaded_static", "sliding_window", "hybrid", "mamba", "quantized"}
-_HF_STATIC_ALIASES = {"sliding_window", "hybrid", "hybrid_chunked", "offloaded_hybrid", "offloaded_hybrid_chunked"}
-HF_CACHE_IMPLEMENTATIONS = (
-    ("4.45.2", frozenset(_HF_CACHE_BASE)),
-    ("4.50.0", frozenset(_HF_CACHE_BASE | {"offloaded", "dynamic"})),
-    ("4.53.0", frozenset(_HF_CACHE_BASE | {"offloaded", "dynamic", "hybrid_chunked", "offloaded_hybrid",
-                                           "offloaded_hybrid_chunked"})),
-    ("4.56.0", frozenset({"static", "offloaded_static", "dynamic", "dynamic_full", "offloaded", "quantized"}
-                         | _HF_STATIC_ALIASES)),
-    ("5.0.0", frozenset({"static", "offloaded_static", "dynamic", "dynamic_full", "offloaded", "quantized",
-                         "paged"} | _HF_STATIC_ALIASES)),
-    ("5.10.4", frozenset({"static", "offloaded_static", "dynamic", "dynamic_full", "offloaded", "quantized",
-                          "paged"} | _HF_STATIC_ALIASES)),
-    ("5.24.0", frozenset({"static", "offloaded_static", "dynamic", "offloaded", "quantized", "paged"}
-                         | _HF_STATIC_ALIASES)),
-)
-# Pre-1.0 TensorRT-LLM LLM-API keys and their 1.x spelling (1.0 release notes; #5014).
-TRTLLM_RENAMES: dict[str, str | None] = {
-    "use_cuda_graph": "cuda_graph_config: {} to enable (the 1.x default), cuda_graph_config: null to disable",
-    "cuda_graph_batch_sizes": "cuda_graph_config.batch_sizes",
-    "cuda_graph_max_batch_size": "cuda_graph_config.max_batch_size",
-    "cuda_graph_padding_enabled": "cuda_graph_config.enable_padding",
-    "cuda_graph_config.padding_enabled": "cuda_graph_config.enable_padding",
-    "kv_cache_dtype": "kv_cache_config.dtype",
-    "mixed_sampler": None,  # 1.0 renamed it enable_mixed_sampler, which later 1.x releases no longer have
-    "autotuner_enabled": "enable_autotuner",
-    "pytorch_backend_config": "its fields at the top level (PyTorchConfig is no longer accepted)",
-}
-
-
 def check(plan: Plan, ctx) -> Iterator[Finding]:
     version = ctx.target.version
     if plan.framework == "vllm":
         yield from _vllm(plan, ctx)
-    elif plan.framework == "trtllm" and plan.kind == "trtllm-llmapi" and V(version) >= V("1.0"):
+    elif plan.framework == "trtllm" and plan.kind == "trtllm-llmapi" and V(version) >= V(trt.LLMAPI_STRICT):
         yield from _trtllm(plan, ctx)
     elif plan.framework == "ortgenai":
         yield from _ortgenai(plan, ctx)
@@ -182,37 +100,38 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
 def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     version = V(ctx.target.version)
     evidence = [f"target: {ctx.target}"]
-    for change in VLLM_CHANGES:
-        setting = plan.get(change.key)
-        if setting is None:
+    for key, setting in plan.settings.items():
+        option = fw.OPTIONS.get(key)
+        if option is None or "." in key:
             continue
-        flag = f"--{change.key.replace('_', '-')}"
-        if change.removed and version >= V(change.removed):
+        flag = option.flag
+        if option.removed and version >= V(option.removed):
             yield RULE.finding(
                 plan, setting,
-                f"{flag} was removed in vLLM {change.removed}: vLLM {ctx.target.version} rejects it "
+                f"{flag} was removed in vLLM {option.removed}: vLLM {ctx.target.version} rejects it "
                 "at startup (unrecognized arguments)",
-                evidence=evidence, fix_hint=change.instead,
+                evidence=evidence, fix_hint=option.instead, fixes=[_removal_fix(setting, option)],
             )
-        elif change.deprecated and version >= V(change.deprecated):
-            until = f" and is gone in {change.removed}" if change.removed else ""
+        elif option.deprecated and version >= V(option.deprecated):
+            until = f" and is gone in {option.removed}" if option.removed else ""
             yield RULE.finding(
-                plan, setting, f"{flag} is deprecated since vLLM {change.deprecated}{until}",
-                evidence=evidence, fix_hint=change.instead, severity=Severity.WARNING,
+                plan, setting, f"{flag} is deprecated since vLLM {option.deprecated}{until}",
+                evidence=evidence, fix_hint=option.instead, severity=Severity.WARNING,
+                fixes=[_removal_fix(setting, option)],
             )
-        elif change.added and version < V(change.added):
+        elif option.added and version < V(option.added):
             yield RULE.finding(
                 plan, setting,
-                f"{flag} arrived in vLLM {change.added}: vLLM {ctx.target.version} rejects it at startup",
-                evidence=evidence, fix_hint=change.instead,
+                f"{flag} arrived in vLLM {option.added}: vLLM {ctx.target.version} rejects it at startup",
+                evidence=evidence, fix_hint=option.instead,
             )
-    capture = plan.get("compilation_config.max_capture_size")
+    capture = plan.get(fw.COMPILATION_MAX_CAPTURE_SIZE)
     if capture is not None:
-        if version >= V("0.13.0"):
+        if version >= V(fw.COMPILATION_CONFIG_FORBIDS_EXTRA):
             message = (f"compilation_config.max_capture_size is not a field in vLLM {ctx.target.version}, "
                        "whose CompilationConfig forbids unknown fields: startup fails")
             severity = Severity.ERROR
-        elif version >= V("0.11.1"):
+        elif version >= V(fw.MAX_CAPTURE_SIZE_GONE):
             message = (f"compilation_config.max_capture_size is not a field in vLLM {ctx.target.version}: "
                        "it is silently ignored")
             severity = Severity.WARNING
@@ -222,28 +141,51 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             severity = Severity.WARNING
         yield RULE.finding(plan, capture, message, evidence=evidence, severity=severity,
                            fix_hint="use max_cudagraph_capture_size (≥0.11.1) or cudagraph_capture_sizes")
-    backend = plan.env.get("VLLM_ATTENTION_BACKEND")
+    backend = plan.env.get(fw.ENV_ATTENTION_BACKEND)
     if backend is not None:
-        if version >= V("0.16.0"):
+        if version >= V(fw.ATTENTION_BACKEND_ENV_IGNORED):
             yield RULE.finding(
                 plan, backend,
-                f"VLLM_ATTENTION_BACKEND is ignored by vLLM {ctx.target.version}: the attention backend "
+                f"{fw.ENV_ATTENTION_BACKEND} is ignored by vLLM {ctx.target.version}: the attention backend "
                 "you pinned is not the one that runs",
                 evidence=evidence, severity=Severity.WARNING,
                 fix_hint=f"use --attention-backend {backend.value or 'NAME'} (or -ac.backend=NAME)",
             )
-        elif version >= V("0.13.0"):
+        elif version >= V(fw.ATTENTION_BACKEND_ENV_DEPRECATED):
             yield RULE.finding(
                 plan, backend,
-                "VLLM_ATTENTION_BACKEND is deprecated since vLLM 0.13 and ignored from 0.16",
+                f"{fw.ENV_ATTENTION_BACKEND} is deprecated since vLLM {fw.ATTENTION_BACKEND_ENV_DEPRECATED} "
+                f"and ignored from {fw.ATTENTION_BACKEND_ENV_IGNORED}",
                 evidence=evidence, severity=Severity.WARNING,
                 fix_hint="use --attention-backend NAME",
             )
 
 
+def _removal_fix(setting: Setting, option: fw.Option):
+    """Removing an option that vLLM dropped: safe when it was a no-op or is now rejected
+    outright and has no replacement that carries its value; a rename when one does."""
+    if option.renamed_to:
+        written = _spelled_like(setting, option.renamed_to)
+        return edit.rename(setting, written, f"rename {setting.raw_key} to {written}")
+    words = setting.site.words if setting.site is not None else ()
+    title = f"remove {setting.raw_key}" + (" and its value" if len(words) > 1 else "")
+    return edit.remove(setting, title, Safety.SAFE if option.drop == "safe" else Safety.UNSAFE)
+
+
+def _spelled_like(setting: Setting, name: str) -> str:
+    """``name`` written the way ``setting`` was: a flag or a key, dashes or underscores (only
+    the part before the first dot; a nested field keeps its own spelling)."""
+    flag = setting.raw_key.startswith("-")
+    written = setting.raw_key.lstrip("-")
+    dashed = "-" in written or "_" not in written
+    head, dot, rest = name.partition(".")
+    text = (head.replace("_", "-") if dashed else head) + dot + rest
+    return f"--{text}" if flag else text
+
+
 def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
     evidence = [f"target: {ctx.target}"]
-    for old, new in TRTLLM_RENAMES.items():
+    for old, (hint, _new_key) in trt.PRE_1_0_KEYS.items():
         for key in (old, f"pytorch_backend_config.{old}"):
             setting = plan.get(key)
             if setting is None or (key != old and old == "pytorch_backend_config"):
@@ -253,7 +195,8 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
                 f"{key} is a pre-1.0 LLM-API option: TensorRT-LLM {ctx.target.version} rejects unknown "
                 "keys at startup (pydantic extra='forbid')",
                 evidence=evidence,
-                fix_hint=f"use {new}" if new else "remove it (1.0 renamed it enable_mixed_sampler, which later 1.x releases no longer have)",
+                fix_hint=f"use {hint}" if hint else trt.MIXED_SAMPLER_GONE,
+                fixes=[edit.display(setting, f"migrate {key}", "the 1.x option lives in another section")],
             )
 
 
@@ -307,10 +250,10 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
 
 
 def _hf(plan: Plan, ctx) -> Iterator[Finding]:
-    setting = plan.get("generation_config.cache_implementation")
+    setting = plan.get(tf.GENERATION_CACHE_KEY)
     if setting is None or not isinstance(setting.value, str):
         return
-    accepted = hf_cache_implementations(ctx.target.version)
+    accepted = tf.cache_implementations(ctx.target.version)
     if accepted is None or setting.value in accepted:
         return
     yield RULE.finding(
@@ -318,23 +261,8 @@ def _hf(plan: Plan, ctx) -> Iterator[Finding]:
         f'cache_implementation "{setting.value}" is not accepted by transformers {ctx.target.version}: '
         "loading this generation config raises ValueError (Invalid `cache_implementation`)",
         evidence=[f"target: {ctx.target}"],
-        fix_hint=f"use one of {', '.join(sorted(accepted - _HF_STATIC_ALIASES))}",
+        fix_hint=f"use one of {', '.join(sorted(accepted - tf.STATIC_CACHE_ALIASES))}",
     )
-
-
-def hf_cache_implementations(version: str) -> frozenset[str] | None:
-    """Values accepted at ``version``: sure only when the sampled releases around it agree.
-
-    Between two sampled releases a value counts as accepted if either accepts it (we do not know
-    where in between it changed); before the first sampled release nothing is judged.
-    """
-    ver = V(version)
-    below = [(V(v), values) for v, values in HF_CACHE_IMPLEMENTATIONS if V(v) <= ver]
-    above = [values for v, values in HF_CACHE_IMPLEMENTATIONS if V(v) > ver]
-    if not below:
-        return None
-    sampled, values = below[-1]
-    return values if sampled == ver or not above else values | above[0]
 
 
 def _session_options(node: Any, pointer: str) -> Iterator[tuple[str, dict]]:

@@ -26,8 +26,11 @@ and run `vllm serve --config serve.yaml --no-enable-prefix-caching`, or upgrade 
 which turns `false` into `--no-key`.
 
 ## Fix
-Move the setting to the command line as `--no-<key>` (0.8.5 and later accept `--no-` for every
-boolean engine option), or, on vLLM ≥0.28, spell the key with dashes. No automatic fix yet.
+On vLLM ≥0.28, `sits-doctor fix --unsafe-fixes` spells the key with dashes, so vLLM passes
+`--no-<key>` and the option really turns off (unsafe: the server then behaves differently from
+how it ran before, although as the file says). On older versions no spelling in the file works:
+move the setting to the command line as `--no-<key>` (0.8.5 and later accept `--no-` for every
+boolean engine option); the fix is shown, not applied.
 
 ## How it is measured
 Not measured: the option's effective value is predicted from the version's config-file loader
@@ -52,7 +55,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from sits_doctor.finding import Finding, Severity
+from sits_doctor.finding import Finding, Safety, Severity
+from sits_doctor.fixes import config as edit
+from sits_doctor.frameworks import vllm as fw
 from sits_doctor.plan import Plan
 from sits_doctor.rule import Rule
 from sits_doctor.versions import V
@@ -65,54 +70,46 @@ RULE = Rule(
     frameworks=("vllm",),
 )
 
-FIXED_IN = "0.28.0"
-# 0.6.6.post1 ... 0.8.4 pass `--key False` for options parsed with StoreBoolean when the YAML key
-# equals the option's dest (the underscore spelling), instead of dropping it.
-STORE_BOOLEAN = frozenset({"enable_chunked_prefill", "multi_step_stream_outputs", "disable_logprobs_during_spec_decoding"})
-STORE_BOOLEAN_VERSIONS = ("0.6.6", "0.8.5")
-# Options that are on by default (from the V1 engine, default in 0.8): a dropped false keeps them on.
-DEFAULT_ON = {"enable_prefix_caching": "0.8.0", "enable_chunked_prefill": "0.8.0"}
-# Options that are off by default in every version: a dropped false changes nothing.
-DEFAULT_OFF = frozenset(
-    """enforce_eager trust_remote_code disable_log_stats enable_lora
-    calculate_kv_scales enable_auto_tool_choice disable_custom_all_reduce disable_sliding_window
-    enable_expert_parallel enable_sleep_mode skip_tokenizer_init enable_prompt_embeds
-    enable_log_requests async_scheduling enable_eplb""".split()
-)
-
 
 def check(plan: Plan, ctx) -> Iterator[Finding]:
     if plan.kind != "vllm-yaml":
         return
     version = V(ctx.target.version)
+    fixed_in = V(fw.YAML_FALSE_AS_NO_FLAG)
     for key, setting in plan.settings.items():
-        if "." in key or setting.raw is not False or key in DEFAULT_OFF:
+        if "." in key or setting.raw is not False or fw.default_off(key):
             continue
-        if version >= V(FIXED_IN) and "_" not in setting.raw_key:
+        if version >= fixed_in and "_" not in setting.raw_key:
             continue  # 0.28+ passes --no-<key>, but only for the dashed spelling
-        low, high = STORE_BOOLEAN_VERSIONS
-        if key in STORE_BOOLEAN and setting.raw_key == key and V(low) <= version < V(high):
+        low, high = fw.STORE_BOOLEAN_SPAN
+        if key in fw.STORE_BOOLEAN and setting.raw_key == key and V(low) <= version < V(high):
             continue  # passed on as --key False
-        on_since = DEFAULT_ON.get(key)
+        on = fw.default_on(key, version)
         flag = f"--no-{key.replace('_', '-')}"
         evidence = [f"target: {ctx.target}"]
-        if on_since is not None and version >= V(on_since):
-            evidence.insert(0, f"{key} = on (default of vLLM {ctx.target.version}: V1 engine, from {on_since})")
-        if version >= V(FIXED_IN):
+        if on:
+            since = fw.OPTIONS[key].default_on
+            evidence.insert(0, f"{key} = on (default of vLLM {ctx.target.version}: V1 engine, from {since})")
+        if version >= fixed_in:
+            dashed = setting.raw_key.replace("_", "-")
             yield RULE.finding(
                 plan, setting,
                 f"`{setting.raw_key}: false` is silently dropped by vLLM {ctx.target.version}: it looks "
                 f"for the flag --no-{setting.raw_key}, which does not exist; {key} keeps its default",
-                evidence=evidence, fix_hint=f"spell it `{setting.raw_key.replace('_', '-')}: false`",
-                severity=Severity.WARNING if on_since else Severity.INFO,
+                evidence=evidence, fix_hint=f"spell it `{dashed}: false`",
+                severity=Severity.WARNING if on else Severity.INFO,
+                fixes=[edit.rename(setting, dashed, f"spell it {dashed} (the server then runs with "
+                                   f"{key} off, as written)", Safety.UNSAFE)],
             )
-        elif on_since is not None and version >= V(on_since):
+        elif on:
             yield RULE.finding(
                 plan, setting,
                 f"`{setting.raw_key}: false` is silently dropped by vLLM {ctx.target.version}: "
                 f"{key} stays on (its default)",
                 evidence=evidence,
-                fix_hint=f"pass {flag} on the command line, or upgrade to vLLM ≥{FIXED_IN}",
+                fix_hint=f"pass {flag} on the command line, or upgrade to vLLM ≥{fw.YAML_FALSE_AS_NO_FLAG}",
+                fixes=[edit.display(setting, f"pass {flag} on the command line",
+                                    f"no spelling in a --config file turns it off on vLLM {ctx.target.version}")],
             )
         else:
             yield RULE.finding(
@@ -120,5 +117,5 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
                 f"`{setting.raw_key}: false` is silently dropped by vLLM {ctx.target.version}: "
                 f"{key} keeps its default, whatever that is",
                 evidence=evidence, severity=Severity.INFO,
-                fix_hint=f"pass {flag} on the command line if the default is on, or upgrade to vLLM ≥{FIXED_IN}",
+                fix_hint=f"pass {flag} on the command line if the default is on, or upgrade to vLLM ≥{fw.YAML_FALSE_AS_NO_FLAG}",
             )

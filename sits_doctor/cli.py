@@ -54,25 +54,13 @@ def main() -> None:
 def check(paths, fmt, output, select, extend_select, ignore, fail_on, targets, gpu, model_config,
           config_file, isolated, statistics, quiet, debug) -> None:
     """Check config files and folders. Exit 0 clean, 1 findings, 2 unusable input, 3 internal error."""
-    from sits_doctor.engine import CheckOptions, check as run_check
-    from sits_doctor.finding import Severity
+    from sits_doctor.engine import check as run_check
     from sits_doctor.reporters import render
     from sits_doctor.reporters.text import diagnostics
 
     if gpu is not None and not _valid_gpu(gpu):
         raise click.BadParameter(f"{gpu!r}: expected NAME or NAMExN, e.g. H100-80GB or H100-80GBx2", param_hint="--gpu")
-    options = CheckOptions(
-        select=_split(select) or None,
-        extend_select=_split(extend_select),
-        ignore=_split(ignore),
-        fail_on=Severity(fail_on) if fail_on else None,
-        targets=list(targets),
-        model_config=model_config,
-        gpu=gpu,
-        config=config_file,
-        isolated=isolated,
-        debug=debug,
-    )
+    options = _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug, gpu)
     try:
         report = run_check(list(paths), options)
         color = fmt == "text" and output is None and _color_wanted()
@@ -94,6 +82,71 @@ def check(paths, fmt, output, select, extend_select, ignore, fail_on, targets, g
     if diag:
         click.echo(diag, err=True)
     sys.exit(report.exit_code())
+
+
+def _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug, gpu=None):
+    from sits_doctor.engine import CheckOptions
+    from sits_doctor.finding import Severity
+
+    return CheckOptions(
+        select=_split(select) or None,
+        extend_select=_split(extend_select),
+        ignore=_split(ignore),
+        fail_on=Severity(fail_on) if fail_on else None,
+        targets=list(targets),
+        model_config=model_config,
+        gpu=gpu,
+        config=config_file,
+        isolated=isolated,
+        debug=debug,
+    )
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.option("--apply", "do_apply", is_flag=True, help="Write the fixes (atomically). Without it, print the diff and change nothing.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour (shown as unsafe).")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when anything was fixed, even if nothing remains.")
+@selection_options
+@click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), help="Lowest severity of a remaining finding that fails (default: warning).")
+@click.option("--target", "targets", multiple=True, metavar="NAME==VERSION", help="Framework version to judge against, e.g. vllm==0.11.")
+@click.option("--model-config", type=click.Path(exists=True), help="config.json (or its folder) of the served model.")
+@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), help="Settings file to use instead of discovery.")
+@click.option("--isolated", is_flag=True, help="Ignore settings files.")
+@click.option("-q", "--quiet", is_flag=True, help="Only the diff (or, with --apply, only what remains).")
+@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
+def fix(paths, do_apply, unsafe_fixes, exit_non_zero_on_fix, select, extend_select, ignore, fail_on, targets,
+        model_config, config_file, isolated, quiet, debug) -> None:
+    """Fix what can be fixed: print the diff, or write it with --apply.
+
+    Exit 0 when nothing fails after the fixes (and, without --apply, nothing would change),
+    1 otherwise, 2 unusable input, 3 internal error."""
+    from sits_doctor.fixer import fix_paths
+    from sits_doctor.reporters.fix_text import render_fix
+    from sits_doctor.reporters.text import diagnostics
+
+    options = _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug)
+    try:
+        result = fix_paths(list(paths), options, unsafe=unsafe_fixes, apply=do_apply)
+        text = render_fix(result, applied=do_apply, unsafe=unsafe_fixes, quiet=quiet)
+    except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
+        detail = traceback.format_exc() if debug else f"{type(exc).__name__}: {exc}"
+        click.echo(f"sits-doctor: internal error: {detail}\n(run with --debug for the traceback, and please report it)", err=True)
+        sys.exit(3)
+    if text:
+        click.echo(text)
+    report = result.report
+    diag = diagnostics(report, quiet=quiet)
+    extra = "\n".join(str(e) for e in result.errors)
+    if diag or extra:
+        click.echo("\n".join(x for x in (extra, diag) if x), err=True)
+    code = report.exit_code()
+    if code in (2, 3) or result.errors:
+        sys.exit(max(code, 2))
+    changed = any(f.changed for f in result.files)
+    if changed and (exit_non_zero_on_fix or not do_apply):
+        sys.exit(1)
+    sys.exit(code)
 
 
 @main.command()

@@ -30,6 +30,7 @@ class CheckOptions:
     config: str | None = None  # explicit settings file
     isolated: bool = False  # ignore settings files
     debug: bool = False
+    texts: dict | None = None  # resolved Path -> text to check instead of the file (the fixer's rounds)
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
         return report
     report.fail_on = opts.fail_on or base_settings.fail_on or Severity.WARNING
 
-    loaded = load_paths(paths)
+    loaded = load_paths(paths, opts.texts)
     report.errors += loaded.errors
     report.notices += loaded.notices
     report.files_checked = loaded.files_checked
@@ -234,4 +235,4 @@ def _prepare(plan: Plan, requested: dict[str, tuple[str, str]], resolver: ModelR
             report.errors.append(err)
             model, note = None, err.message
         update.update(model=model, model_note=note)
-    return plan.model_copy(update=update)
+    return plan.copy(**update)

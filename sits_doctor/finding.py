@@ -1,11 +1,17 @@
-"""Findings: what a rule reports, as frozen values. Their one-line rendering is the test oracle."""
+"""Findings and their fixes, as frozen values. A finding's one-line rendering is the test oracle.
+
+A fix is data (ruff's model): a title, a safety level and character-range edits of one file.
+``safe`` keeps the meaning of the config (a removed option that did nothing, a spelling the
+parser reads); ``unsafe`` changes behaviour (a lower ``max_model_len``) and is applied only with
+``--unsafe-fixes``; ``display`` is shown but never applied (the edit would need reformatting, or
+the right value is a human's choice).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 
 class Severity(str, Enum):
@@ -18,9 +24,39 @@ class Severity(str, Enum):
         return ("info", "warning", "error").index(self.value)
 
 
-class Location(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class Safety(str, Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY = "display"
 
+
+@dataclass(frozen=True, slots=True)
+class Edit:
+    """Replace ``text[start:end]`` of a file's text with ``new``."""
+
+    start: int
+    end: int
+    new: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    title: str
+    file: str  # display path of the file the edits apply to
+    edits: tuple[Edit, ...] = ()
+    safety: Safety = Safety.SAFE
+    why_not: str | None = None  # set when the fix cannot be applied (then safety is DISPLAY)
+    source: str = field(default="", repr=False, compare=False)  # the text the offsets refer to
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title, "file": self.file, "safety": self.safety.value, "why_not": self.why_not,
+            "edits": [{"start": e.start, "end": e.end, "new": e.new} for e in self.edits],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
     file: str
     line: int = 1
     col: int = 1
@@ -28,9 +64,8 @@ class Location(BaseModel):
     doc: int = 0  # YAML document number (0 for JSON and single-document YAML)
 
 
-class Finding(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
+@dataclass(frozen=True)
+class Finding:
     code: str
     name: str
     severity: Severity
@@ -39,7 +74,7 @@ class Finding(BaseModel):
     plan: str = ""  # which deployment (label) it is about
     evidence: tuple[str, ...] = ()
     fix_hint: str | None = None
-    fixes: tuple[Any, ...] = ()  # config edits: a later issue
+    fixes: tuple[Fix, ...] = ()
     impact: dict[str, Any] | None = None  # measured cost: a later issue
 
     def render(self) -> str:
@@ -49,3 +84,12 @@ class Finding(BaseModel):
     def sort_key(self) -> tuple:
         loc = self.location
         return (loc.file, loc.doc, loc.line, loc.col, self.code, self.message)
+
+    def to_dict(self) -> dict[str, Any]:
+        loc = self.location
+        return {
+            "code": self.code, "name": self.name, "severity": self.severity.value, "message": self.message,
+            "location": {"file": loc.file, "line": loc.line, "col": loc.col, "pointer": loc.pointer, "doc": loc.doc},
+            "plan": self.plan, "evidence": list(self.evidence), "fix_hint": self.fix_hint,
+            "fixes": [f.to_dict() for f in self.fixes], "impact": self.impact,
+        }

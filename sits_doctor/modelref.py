@@ -9,6 +9,7 @@ directory), then the local Hugging Face cache through huggingface_hub's cache AP
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,6 @@ class ModelResolver:
     def __init__(self, model_config: str | None = None):
         self.model_config = model_config
         self._cache: dict[Path, ModelFacts] = {}
-        self.errors: list[InputError] = []  # problems with models' sidecar files, for the report
         self.errors: list[InputError] = []  # problems with models' sidecar files, for the report
 
     def resolve(self, plan: Plan) -> tuple[ModelFacts | None, str | None]:
@@ -71,10 +71,10 @@ class ModelResolver:
         for key, setting in plan.settings.items():
             name = key.removeprefix("hf_overrides.")
             if name != key and "." not in name and not setting.templated:
-                found[name] = setting.model_copy(update={"key": name})
+                found[name] = setting.with_(key=name)
         if not found:
             return facts
-        return facts.model_copy(update={"overrides": {**facts.overrides, **found}})
+        return replace(facts, overrides={**facts.overrides, **found})
 
 
 def _cache_dirs() -> list[Path]:

@@ -1,16 +1,20 @@
 """The Plan: one normalized view of one deployment, every value carrying its provenance.
 
 Loaders build Plans; rules only read them. A :class:`Setting` is one option as the framework will
-see it (normalized key, parsed value) plus where it came from: a file position, a framework
-default, or a derivation. A Plan's ``anchor`` is the mapping (or argument list) where an option
-that is missing would have to be added, so findings about missing keys point there.
+see it (normalized key, parsed value) plus where it came from (:class:`Provenance`: a file
+position, a framework default, or a derivation) and how it was written (:class:`Site`: a mapping
+entry, command-line words in a list or in a shell string, a Helm value, an environment variable),
+which is what a fix needs to edit it. A Plan's ``anchor`` is the mapping (or argument list) where
+an option that is missing would have to be added, so findings about missing keys point there.
+
+These are plain frozen dataclasses: they are built by our own loaders, not validated from user
+input, and pydantic's model building would cost more than a whole one-file check.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from sits_doctor.source import SourceDoc
 
@@ -21,12 +25,12 @@ FRAMEWORK_NAMES: dict[str, str] = {
     "trtllm": "TensorRT-LLM",
     "ortgenai": "ONNX Runtime GenAI",
 }
+SiteKind = Literal["mapping", "argv", "shell", "helm", "env"]
 
 
-class Provenance(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Provenance:
     """Where a value came from."""
-
-    model_config = ConfigDict(frozen=True)
 
     kind: Literal["file", "default", "derived"] = "file"
     file: str | None = None
@@ -34,7 +38,7 @@ class Provenance(BaseModel):
     doc: int = 0
     line: int = 1
     col: int = 1
-    note: str | None = None  # "default of vLLM 0.33.0", "derived: min(...)"
+    note: str | None = None  # "default of vLLM 0.33.0 (vllm/engine/arg_utils.py)", "derived: min(...)"
 
     def __str__(self) -> str:
         if self.kind == "file":
@@ -51,24 +55,68 @@ class Provenance(BaseModel):
             line, col = pos.line, pos.col
         return cls(file=doc.path, pointer=pointer, doc=doc.index, line=line, col=col)
 
+    @classmethod
+    def default(cls, note: str) -> "Provenance":
+        return cls(kind="default", note=note)
 
-class Setting(BaseModel):
+    @classmethod
+    def derived(cls, note: str) -> "Provenance":
+        return cls(kind="derived", note=note)
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """One command-line word as written: its text after shell quoting is removed, and where its
+    characters sit in the file (``start``/``end``: offsets of the word *as written*, quotes
+    included; -1 when the word cannot be located exactly, e.g. inside a folded YAML scalar)."""
+
+    text: str
+    start: int = -1
+    end: int = -1
+    pointer: str = ""  # the list item (argv) or the scalar (shell string) holding it
+    quote: str = ""  # the quote character the word is written in, if it is quoted as a whole
+
+
+@dataclass(frozen=True, slots=True)
+class Site:
+    """How a setting is written, for edits.
+
+    - ``mapping``: a key in a YAML/JSON mapping (``pointer`` is the entry; the key and value
+      spans are in ``doc.positions[pointer]``).
+    - ``argv``: command-line words that are items of a list (``args: ["--a", "1"]``).
+    - ``shell``: command-line words inside one shell string (``sh -c "vllm serve ..."``).
+    - ``helm``: a Helm value the chart turns into a flag (edited like a mapping entry).
+    - ``env``: an environment variable entry.
+    For argv/shell, ``words`` are the option's words (the flag, then its values) and ``inline``
+    says the value is in the flag word (``--flag=value``).
+    """
+
+    kind: SiteKind
+    doc: SourceDoc | None = field(default=None, repr=False, compare=False)
+    pointer: str = ""
+    words: tuple[Word, ...] = ()
+    inline: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
     """One option as the framework sees it."""
-
-    model_config = ConfigDict(frozen=True)
 
     key: str  # normalized: "max_model_len", "compilation_config.cudagraph_mode"
     raw_key: str  # as written: "--max-model-len", "max-model-len", "maxModelLen"
     value: Any = None  # parsed the way the framework parses it
     raw: Any = None  # as written
-    prov: Provenance
+    prov: Provenance = field(default_factory=Provenance)
     templated: bool = False  # came from a Helm {{ }} or a shell $VAR: value unknown
+    site: Site | None = None  # how it is written (None: a default or a derivation)
+
+    def with_(self, **changes: Any) -> "Setting":
+        return replace(self, **changes)
 
 
-class Target(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Target:
     """The framework version rules judge against, and how it was chosen."""
-
-    model_config = ConfigDict(frozen=True)
 
     framework: Framework
     version: str
@@ -78,18 +126,18 @@ class Target(BaseModel):
         return f"{FRAMEWORK_NAMES[self.framework]} {self.version} ({self.source})"
 
 
-class ModelFacts(BaseModel):
-    """A Hugging Face model config (config.json) as a rule needs it."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+@dataclass(frozen=True)
+class ModelFacts:
+    """A Hugging Face model config (config.json) as written; rules read :class:`Facts` built
+    from it (sits_doctor.frameworks.transformers.model_dims)."""
 
     path: str
     data: dict[str, Any]
     text_pointer: str = ""  # "" or "/text_config" (transformers' get_text_config())
-    doc: SourceDoc | None = Field(default=None, exclude=True, repr=False)
-    generation: SourceDoc | None = Field(default=None, exclude=True, repr=False)
-    quant: SourceDoc | None = Field(default=None, exclude=True, repr=False)
-    overrides: dict[str, "Setting"] = Field(default_factory=dict)  # vLLM hf_overrides
+    doc: SourceDoc | None = field(default=None, repr=False, compare=False)
+    generation: SourceDoc | None = field(default=None, repr=False, compare=False)
+    quant: SourceDoc | None = field(default=None, repr=False, compare=False)
+    overrides: dict[str, Setting] = field(default_factory=dict)  # vLLM hf_overrides
 
     @property
     def text(self) -> dict[str, Any]:
@@ -106,27 +154,29 @@ class ModelFacts(BaseModel):
             return None
         pointer = f"{self.text_pointer}/{key}"
         prov = Provenance.at(self.doc, pointer) if self.doc else Provenance(file=self.path, pointer=pointer)
-        return Setting(key=key, raw_key=key, value=text[key], raw=text[key], prov=prov)
+        site = Site("mapping", self.doc, pointer) if self.doc else None
+        return Setting(key=key, raw_key=key, value=text[key], raw=text[key], prov=prov, site=site)
 
 
-class Plan(BaseModel):
+@dataclass
+class Plan:
     """One deployment as a framework will run it."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     framework: Framework
     kind: str  # hf-config, vllm-yaml, vllm-args, trtllm-engine, trtllm-llmapi, ortgenai-config
     label: str
     file: str
     anchor: Provenance
-    settings: dict[str, Setting] = Field(default_factory=dict)
-    env: dict[str, Setting] = Field(default_factory=dict)
+    settings: dict[str, Setting] = field(default_factory=dict)
+    env: dict[str, Setting] = field(default_factory=dict)
     image: Setting | None = None
     model_ref: Setting | None = None
     model: ModelFacts | None = None
     model_note: str | None = None  # why ``model`` could not be resolved
     target: Target | None = None
-    doc: SourceDoc | None = Field(default=None, exclude=True, repr=False)
+    doc: SourceDoc | None = field(default=None, repr=False)
+    facts: Any = field(default=None, repr=False)  # sits_doctor.facts.Facts, filled by the engine
+    args_site: Site | None = None  # where new command-line options would be added (argv/shell)
 
     def get(self, key: str) -> Setting | None:
         return self.settings.get(key)
@@ -137,3 +187,6 @@ class Plan(BaseModel):
         if s is None or s.templated:
             return default
         return s.value
+
+    def copy(self, **changes: Any) -> "Plan":
+        return replace(self, **changes)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Iterable
 
-from sits_doctor.finding import Finding, Location, Severity
+from sits_doctor.finding import Finding, Fix, Location, Severity
 from sits_doctor.plan import Plan, Provenance, Setting
 
 DOC_SECTIONS = ("What it does", "Why it hurts", "Example", "Fix", "How it is measured", "Sources")
@@ -30,6 +30,7 @@ class Rule:
         evidence: Iterable[str] = (),
         fix_hint: str | None = None,
         severity: Severity | None = None,
+        fixes: Iterable[Fix | None] = (),
     ) -> Finding:
         """A finding at a setting (its file position), or at the plan's anchor when the value
         is a default, a derivation, or missing."""
@@ -45,6 +46,7 @@ class Rule:
             plan=plan.label,
             evidence=tuple(evidence),
             fix_hint=fix_hint,
+            fixes=tuple(f for f in fixes if f is not None),
         )
 
 

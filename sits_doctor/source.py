@@ -1,9 +1,11 @@
 """Reading config files safely into positioned documents.
 
-A :class:`SourceDoc` is one parsed JSON or YAML document plus a table from JSON Pointer to the
-line and column of the key and of the value, so that every finding can point at the exact spot.
-Reading refuses what a config never is (binary, non-UTF-8, oversized, merge-conflicted) with an
-:class:`InputError` that names the line and column.
+A :class:`SourceDoc` is one parsed JSON or YAML document plus a table from JSON Pointer to where
+the key and the value sit: line and column for display, and start/end offsets into the text so
+that a fix can replace exactly those characters. Offsets count characters of the decoded text
+(a UTF-8 byte-order mark, if the file had one, is not part of the text and is written back by
+the fixer). Reading refuses what a config never is (binary, non-UTF-8, oversized,
+merge-conflicted) with an :class:`InputError` that names the line and column.
 """
 
 from __future__ import annotations
@@ -26,14 +28,25 @@ MAX_NODES = 200_000
 _CONFLICT = re.compile(r"^(<<<<<<<|=======|>>>>>>>)( |$)", re.MULTILINE)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Pos:
-    """1-based line/column of a key (if any) and of its value."""
+    """Where a value (and its key, if any) sits: 1-based line/column for display, and ``[start,
+    end)`` character offsets into the document text for edits (-1 when unknown).
+
+    ``style`` is how the value is written: for scalars ``None`` (plain), ``'"'``, ``"'"``,
+    ``"|"`` or ``">"``; for collections ``"flow"`` (``[a, b]``, ``{a: 1}``, all of JSON) or
+    ``"block"``.
+    """
 
     line: int
     col: int
     key_line: int | None = None
     key_col: int | None = None
+    start: int = -1
+    end: int = -1
+    key_start: int = -1
+    key_end: int = -1
+    style: str | None = None
 
 
 @dataclass
@@ -48,6 +61,11 @@ class SourceDoc:
     index: int = 0  # document number in a multi-document YAML file
     templated: set[str] = field(default_factory=set)  # pointers whose value came from {{ }}
     derived: dict[str, Any] = field(default_factory=dict, repr=False)  # per-document results rules share
+    template_spans: tuple[tuple[int, int], ...] = ()  # where Helm {{ }} actions sit in ``text``
+
+    def touches_template(self, start: int, end: int) -> bool:
+        """Whether ``[start, end)`` overlaps a ``{{ }}`` action (an edit there would break it)."""
+        return any(s < end and start < e for s, e in self.template_spans)
 
     @cached_property
     def lines(self) -> "LineIndex":
@@ -96,7 +114,9 @@ def display_path(path: Path) -> str:
 
 
 def read_text(path: Path, display: str) -> str:
-    """Read a file as UTF-8 text, refusing binary, oversized, non-UTF-8 and conflicted files."""
+    """Read a file as UTF-8 text, refusing binary, oversized, non-UTF-8 and conflicted files.
+
+    A UTF-8 byte-order mark is dropped (the fixer keeps it when it writes the file back)."""
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -179,24 +199,29 @@ class _JsonIndexer:
     def _skip(self, i: int) -> int:
         return _WS.match(self.text, i).end()
 
-    def _value(self, i: int, pointer: str, key_at: int | None) -> int:
-        line, col = self.lines.linecol(i)
-        if key_at is None:
-            self.positions[pointer] = Pos(line, col)
-        else:
-            kl, kc = self.lines.linecol(key_at)
-            self.positions[pointer] = Pos(line, col, kl, kc)
+    def _value(self, i: int, pointer: str, key: tuple[int, int] | None) -> int:
         c = self.text[i]
         if c == "{":
-            return self._object(i + 1, pointer)
-        if c == "[":
-            return self._array(i + 1, pointer)
-        if c == '"':
-            return json.decoder.scanstring(self.text, i + 1)[1]
-        for word in ("true", "false", "null", "NaN", "Infinity", "-Infinity"):
-            if self.text.startswith(word, i):
-                return i + len(word)
-        return _NUMBER.match(self.text, i).end()
+            end = self._object(i + 1, pointer)
+        elif c == "[":
+            end = self._array(i + 1, pointer)
+        elif c == '"':
+            end = json.decoder.scanstring(self.text, i + 1)[1]
+        else:
+            for word in ("true", "false", "null", "NaN", "Infinity", "-Infinity"):
+                if self.text.startswith(word, i):
+                    end = i + len(word)
+                    break
+            else:
+                end = _NUMBER.match(self.text, i).end()
+        line, col = self.lines.linecol(i)
+        style = "flow" if c in "{[" else ('"' if c == '"' else None)
+        if key is None:
+            self.positions[pointer] = Pos(line, col, start=i, end=end, style=style)
+        else:
+            kl, kc = self.lines.linecol(key[0])
+            self.positions[pointer] = Pos(line, col, kl, kc, i, end, key[0], key[1], style)
+        return end
 
     def _object(self, i: int, pointer: str) -> int:
         seen: set[str] = set()
@@ -210,8 +235,9 @@ class _JsonIndexer:
                 line, col = self.lines.linecol(key_at)
                 raise InputError(self.display, f"duplicate key {key!r}", line, col)
             seen.add(key)
+            key_span = (key_at, i)
             i = self._skip(self._skip(i) + 1)  # past ':'
-            i = self._skip(self._value(i, join_pointer(pointer, key), key_at))
+            i = self._skip(self._value(i, join_pointer(pointer, key), key_span))
             if self.text[i] == "}":
                 return i + 1
             i = self._skip(i + 1)  # past ','

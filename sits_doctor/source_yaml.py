@@ -17,42 +17,44 @@ from typing import Any
 from sits_doctor.errors import InputError
 from sits_doctor.source import MAX_DEPTH, MAX_NODES, Pos, SourceDoc, join_pointer
 
-TEMPLATE_MARK = "__tpl__"
+TEMPLATE_MARK = "__tp"
 _ACTION = re.compile(r"\{\{-?.*?-?\}\}")
 _MULTILINE_ACTION = re.compile(r"\{\{-?[^}]*?\n.*?-?\}\}", re.DOTALL)
 _WHOLE_LINE_ACTION = re.compile(r"^\s*(\{\{-?.*?-?\}\}\s*)+$")
 
 
-def neutralize_templates(text: str) -> tuple[str, int]:
+def neutralize_templates(text: str) -> tuple[str, list[tuple[int, int]]]:
     """Blank Helm control lines and replace inline ``{{ }}`` actions by a marker.
 
-    Line numbers never change; a marker keeps the action's length where it fits, so columns after
-    it mostly stay right. Returns the new text and how many actions were replaced.
+    Every character keeps its offset (a marker is exactly as long as the action it replaces:
+    ``__tp`` and underscores; an action is at least 4 characters), so positions read from the
+    neutralised text are positions in the real file. Returns the new text and the ``[start,
+    end)`` spans of the actions.
     """
     if "{{" not in text:
-        return text, 0
-    count = 0
+        return text, []
+    spans: list[tuple[int, int]] = []
+    chars = list(text)
 
-    def blank(m: re.Match[str]) -> str:  # an action spanning lines ({{/* comment */}}, ...)
-        nonlocal count
-        count += 1
-        return re.sub(r"[^\n]", " ", m.group())
+    def blank(start: int, end: int) -> None:
+        spans.append((start, end))
+        for i in range(start, end):
+            if chars[i] != "\n":
+                chars[i] = " "
 
-    text = _MULTILINE_ACTION.sub(blank, text)
-    out = []
-    for line in text.split("\n"):
+    for m in _MULTILINE_ACTION.finditer(text):  # an action spanning lines ({{/* comment */}}, ...)
+        blank(m.start(), m.end())
+    offset = 0
+    for line in "".join(chars).split("\n"):
         if _WHOLE_LINE_ACTION.match(line):
-            count += 1
-            out.append("")
-            continue
-
-        def repl(m: re.Match[str]) -> str:
-            nonlocal count
-            count += 1
-            return TEMPLATE_MARK + "_" * max(0, len(m.group()) - len(TEMPLATE_MARK))
-
-        out.append(_ACTION.sub(repl, line))
-    return "\n".join(out), count
+            blank(offset, offset + len(line))
+        else:
+            for m in _ACTION.finditer(line):
+                n = m.end() - m.start()
+                spans.append((offset + m.start(), offset + m.end()))
+                chars[offset + m.start(): offset + m.end()] = list((TEMPLATE_MARK + "_" * n)[:n])
+        offset += len(line) + 1
+    return "".join(chars), sorted(spans)
 
 
 def parse_yaml(text: str, display: str) -> list[SourceDoc]:
@@ -60,15 +62,17 @@ def parse_yaml(text: str, display: str) -> list[SourceDoc]:
     import yaml
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    work, n_templates = neutralize_templates(text)
+    work, template_spans = neutralize_templates(text)
+    n_templates = len(template_spans)
     docs: list[SourceDoc] = []
     try:
         for i, root in enumerate(yaml.compose_all(work, Loader=loader_cls)):
             if root is None:
                 continue
-            walker = _Walker(display)
+            walker = _Walker(display, work)
             data = walker.convert(root, "", 0)
-            doc = SourceDoc(display, "yaml", data, walker.positions, text, index=i)
+            doc = SourceDoc(display, "yaml", data, walker.positions, text, index=i,
+                            template_spans=tuple(template_spans))
             if n_templates:
                 doc.templated = {p for p, v in walker.scalars.items() if TEMPLATE_MARK in v}
             docs.append(doc)
@@ -96,10 +100,11 @@ class _Walker:
     config files); duplicate keys are errors; merge keys (``<<``) are honoured.
     """
 
-    def __init__(self, display: str):
+    def __init__(self, display: str, text: str = ""):
         import yaml
 
         self.display = display
+        self.text = text
         self.positions: dict[str, Pos] = {}
         self.scalars: dict[str, str] = {}
         self.nodes = 0
@@ -111,7 +116,7 @@ class _Walker:
 
         self.nodes += 1
         if pointer == "":
-            self.positions[""] = _pos(node)
+            self.positions[""] = _pos(node, self.text)
         if self.nodes > MAX_NODES:
             raise InputError(
                 self.display,
@@ -133,7 +138,7 @@ class _Walker:
                 out_list = []
                 for i, child in enumerate(node.value):
                     ptr = join_pointer(pointer, i)
-                    self.positions[ptr] = _pos(child)
+                    self.positions[ptr] = _pos(child, self.text)
                     out_list.append(self.convert(child, ptr, depth + 1))
                 return out_list
             out: dict[str, Any] = {}
@@ -141,8 +146,9 @@ class _Walker:
                 key = self._scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else key_node.value
                 key = key if isinstance(key, str) else str(key)
                 ptr = join_pointer(pointer, key)
-                kpos, vpos = _pos(key_node), _pos(value_node)
-                self.positions[ptr] = Pos(vpos.line, vpos.col, kpos.line, kpos.col)
+                kpos, vpos = _pos(key_node, self.text), _pos(value_node, self.text)
+                self.positions[ptr] = Pos(vpos.line, vpos.col, kpos.line, kpos.col, vpos.start, vpos.end,
+                                          kpos.start, kpos.end, vpos.style)
                 out[key] = self.convert(value_node, ptr, depth + 1)
             return out
         finally:
@@ -185,6 +191,15 @@ class _Walker:
         return pos.line, pos.col
 
 
-def _pos(node: Any) -> Pos:
-    mark = node.start_mark
-    return Pos(mark.line + 1, mark.column + 1)
+def _pos(node: Any, text: str = "") -> Pos:
+    """The node's position; a block scalar's span stops before its trailing line breaks and a
+    plain multi-line scalar's before trailing blanks."""
+    mark, end = node.start_mark, node.end_mark.index
+    style = getattr(node, "style", None)
+    if style is None:
+        flow = getattr(node, "flow_style", None)
+        style = None if flow is None or not isinstance(node.value, list) else ("flow" if flow else "block")
+    if text and style in ("|", ">", None, "block"):
+        while end > mark.index and text[end - 1] in " \t\r\n":
+            end -= 1
+    return Pos(mark.line + 1, mark.column + 1, start=mark.index, end=end, style=style or None)

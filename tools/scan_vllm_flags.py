@@ -1,7 +1,7 @@
 """Which vLLM releases define each command-line flag that SITS204 knows about.
 
 Reads vLLM source releases (the PyPI sdists, unpacked as ``ROOT/<version>/vllm-<version>/``) and
-writes, for every flag in SITS204's table, the releases whose ``vllm/engine/arg_utils.py`` or
+writes, for every flag that sits_doctor.frameworks.vllm says was added or removed, the releases whose ``vllm/engine/arg_utils.py`` or
 ``vllm/entrypoints/openai/cli_args.py`` contain it literally. The result is committed as
 ``tests/data/vllm_flags.json``; ``tests/rules/test_sits204.py`` checks the table against it.
 
@@ -18,14 +18,14 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from sits_doctor.rules.sits204_removed_or_renamed_option import VLLM_CHANGES
+from sits_doctor.frameworks.vllm import OPTIONS
 
 FILES = ("vllm/engine/arg_utils.py", "vllm/entrypoints/openai/cli_args.py")
 
 
 def main(root: Path) -> None:
     versions = sorted((d.name for d in root.iterdir() if d.is_dir()), key=Version)
-    flags = {f"--{c.key.replace('_', '-')}" for c in VLLM_CHANGES}
+    flags = {o.flag for o in OPTIONS.values() if o.removed or o.added or o.deprecated}
     present: dict[str, list[str]] = {f: [] for f in sorted(flags)}
     for version in versions:
         (src,) = (root / version).glob("vllm-*")

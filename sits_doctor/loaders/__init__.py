@@ -42,10 +42,14 @@ class LoadResult:
     notices: list[Notice] = field(default_factory=list)
     files_checked: list[str] = field(default_factory=list)
     skipped: int = 0
+    texts: dict[Path, str] = field(default_factory=dict, repr=False)
 
 
-def load_paths(paths: Sequence[str | Path]) -> LoadResult:
+def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None) -> LoadResult:
+    """Plans of every recognized config under ``paths``. ``texts`` maps resolved paths to text to
+    use instead of what is on disk (the fixer re-checks its edits before writing them)."""
     result = LoadResult()
+    result.texts = texts or {}
     seen: set[Path] = set()
     consumed: set[Path] = set()
     for given in paths:
@@ -81,7 +85,7 @@ def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consu
     display = display_path(path)
     text = None
     try:
-        text = read_text(path, display)
+        text = result.texts[key] if key in result.texts else read_text(path, display)
         docs = parse_docs(text, path, display)
     except InputError as err:
         if explicit or not _tolerable_in_walk(path, err, text):

@@ -2,21 +2,21 @@
 
 Container ``command``/``args`` may be lists of words or one shell string (``sh -c "vllm serve
 ... && ..."``); compose ``command:`` may be a string. Each word keeps the file position it was
-written at, so a finding about ``--max-model-len`` points at that flag.
+written at (line/column for findings, start/end offsets for fixes), so a finding about
+``--max-model-len`` points at that flag and a fix can remove exactly it.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
 from typing import Any
 
+from sits_doctor.loaders import shell
 from sits_doctor.loaders.vllm_args import Token, is_shell_templated
-from sits_doctor.plan import Provenance, Setting
+from sits_doctor.plan import Provenance, Setting, Site, Word
 from sits_doctor.source import SourceDoc, join_pointer
 from sits_doctor.source_yaml import TEMPLATE_MARK
 
-SHELL_OPERATORS = frozenset({"&&", "||", ";", "|", "&", ";;", "(", ")"})
+SHELL_OPERATORS = frozenset(shell.OPERATORS)
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
 API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"})
 
@@ -48,50 +48,38 @@ def _script_or_items(doc: SourceDoc, items: list[tuple[str, Any]]) -> list[Token
         if is_script or (n == 0 and len(items) == 1 and " " in text.strip()):
             tokens.extend(split_shell(doc, text, ptr))
         else:
-            tokens.append(_token(doc, text, ptr))
+            tokens.append(item_token(doc, text, ptr))
     return tokens
 
 
-def _token(doc: SourceDoc, text: str, pointer: str) -> Token:
+def item_token(doc: SourceDoc, text: str, pointer: str) -> Token:
+    """A list item that is one command-line word."""
     templated = pointer in doc.templated or TEMPLATE_MARK in text or is_shell_templated(text)
-    return Token(text, Provenance.at(doc, pointer, key=False), templated)
-
-
-_K8S_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+    pos = doc.pos(pointer)
+    quote = pos.style if pos.style in ('"', "'") else ""
+    word = Word(text, pos.start, pos.end, pointer, quote)
+    return Token(text, Provenance.at(doc, pointer, key=False), templated, word, "argv")
 
 
 def split_shell(doc: SourceDoc, script: str, pointer: str) -> list[Token]:
-    """Split a shell string into words, locating each word in the file text.
-
-    Each line is a command (a backslash-newline continues it); Kubernetes ``$(VAR)`` references
-    stay one word (they are unknown values, like ``$VAR``).
-    """
-    script = _K8S_VAR.sub(lambda m: "${" + m.group(1) + "}", script.replace("\\\n", "  "))
-    parts: list[str] = []
-    for line in script.split("\n"):
-        lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
-        lexer.whitespace_split = True
-        lexer.commenters = "#"  # a word starting with # comments out the rest of the line
-        try:
-            words_of_line = list(lexer)
-        except ValueError:  # unbalanced quotes: fall back to plain whitespace words
-            words_of_line = line.split()
-        if words_of_line:
-            parts += ([";"] if parts else []) + words_of_line  # a new line is a new command
-    start = doc.pos(pointer)
-    cursor = doc.lines.offset(start.line, start.col)
+    """The words of a shell string, each located in the file text where it can be exactly."""
+    pos = doc.pos(pointer)
+    offsets = shell.scalar_offsets(doc.text, pos.start, pos.end, pos.style, script) if pos.start >= 0 else []
     whole_templated = pointer in doc.templated
     tokens = []
-    for part in parts:
-        found = doc.text.find(part, cursor) if part and part != ";" else -1
-        if found >= 0:
-            line, col = doc.lines.linecol(found)
-            cursor = found + len(part)
+    for w in shell.split(script):
+        start, end = shell.source_span(offsets, w.start, w.end) if offsets else (-1, -1)
+        at = start if start >= 0 else next((o for o in offsets[w.start:w.end] if o >= 0), -1)
+        if at >= 0:
+            line, col = doc.lines.linecol(at)
         else:
-            line, col = doc.lines.linecol(cursor)
+            line, col = pos.line, pos.col
         prov = Provenance(file=doc.path, pointer=pointer, doc=doc.index, line=line, col=col)
-        templated = (whole_templated and TEMPLATE_MARK in part) or is_shell_templated(part)
-        tokens.append(Token(part, prov, templated))
+        text = w.text
+        templated = not w.operator and ((whole_templated and TEMPLATE_MARK in text) or is_shell_templated(text))
+        if start >= 0 and doc.touches_template(start, end):
+            start, end = -1, -1
+        tokens.append(Token(text, prov, templated, Word(text, start, end, pointer, w.quote), "shell", w.operator))
     return tokens
 
 
@@ -108,7 +96,7 @@ def vllm_invocation(tokens: list[Token], image_is_vllm: bool) -> tuple[list[Toke
             return _until_operator(tokens[i + 2 :]), "vllm serve"
         if text == "-m" and nxt in API_SERVER_MODULES:
             return _until_operator(tokens[i + 2 :]), f"python -m {nxt}"
-    if image_is_vllm and tokens and not any(t in SHELLS or t in SHELL_OPERATORS for t in texts):
+    if image_is_vllm and tokens and not any(t.text in SHELLS or t.operator for t in tokens):
         if texts[0] in ("serve",):
             return _until_operator(tokens[1:]), "vllm image entrypoint"
         return _until_operator(tokens), "vllm image entrypoint"
@@ -118,7 +106,7 @@ def vllm_invocation(tokens: list[Token], image_is_vllm: bool) -> tuple[list[Toke
 def _until_operator(tokens: list[Token]) -> list[Token]:
     out = []
     for t in tokens:
-        if t.text in SHELL_OPERATORS:
+        if t.operator:
             break
         out.append(t)
     return out
@@ -132,4 +120,5 @@ def image_setting(doc: SourceDoc, image: Any, pointer: str) -> Setting | None:
         key="image", raw_key="image", value=image, raw=image,
         prov=Provenance.at(doc, pointer, key=False),
         templated=pointer in doc.templated or TEMPLATE_MARK in image,
+        site=Site("mapping", doc, pointer),
     )

@@ -6,7 +6,7 @@ from typing import Any
 
 from sits_doctor.loaders.commands import image_setting, words
 from sits_doctor.loaders.vllm import plan_from_command
-from sits_doctor.plan import Plan, Provenance, Setting
+from sits_doctor.plan import Plan, Provenance, Setting, Site
 from sits_doctor.source import SourceDoc, join_pointer
 
 
@@ -52,5 +52,6 @@ def _environment(doc: SourceDoc, env: Any, pointer: str) -> dict[str, Setting]:
         out[key] = Setting(
             key=key, raw_key=key, value=text, raw=value, prov=Provenance.at(doc, ptr),
             templated=text is None or "${" in text or text.startswith("$"),
+            site=Site("env", doc, ptr),
         )
     return out

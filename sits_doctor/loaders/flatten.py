@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from sits_doctor.plan import Provenance, Setting
+from sits_doctor.plan import Provenance, Setting, Site
 from sits_doctor.source import SourceDoc, join_pointer
 
 
@@ -31,6 +31,7 @@ def flatten(
                 raw=value,
                 prov=Provenance.at(doc, ptr),
                 templated=ptr in doc.templated,
+                site=Site("mapping", doc, ptr),
             )
         if isinstance(value, dict):
             for k, v in value.items():

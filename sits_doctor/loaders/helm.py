@@ -11,24 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from sits_doctor.frameworks import vllm as fw
+from sits_doctor.loaders.commands import item_token
 from sits_doctor.loaders.kubernetes import env_list
 from sits_doctor.loaders.vllm import plan_from_command
 from sits_doctor.loaders.vllm_args import Token
-from sits_doctor.plan import Plan, Provenance, Setting
+from sits_doctor.plan import Plan, Provenance, Setting, Site, Word
 from sits_doctor.source import SourceDoc, join_pointer
 from sits_doctor.source_yaml import TEMPLATE_MARK
-
-# vllmConfig key → vLLM flag, as the chart's deployment template writes them.
-VALUE_FLAGS = {
-    "maxModelLen": "--max-model-len",
-    "dtype": "--dtype",
-    "tensorParallelSize": "--tensor-parallel-size",
-    "pipelineParallelSize": "--pipeline-parallel-size",
-    "maxNumSeqs": "--max-num-seqs",
-    "gpuMemoryUtilization": "--gpu_memory_utilization",
-    "maxLoras": "--max_loras",
-}
-
 
 def is_helm_values(data: Any) -> bool:
     spec = data.get("servingEngineSpec") if isinstance(data, dict) else None
@@ -49,9 +39,10 @@ def plans(doc: SourceDoc) -> list[Plan]:
 
 
 def _model_plan(doc: SourceDoc, spec: dict, pointer: str) -> Plan | None:
-    def tok(text: Any, ptr: str, key: bool = False) -> Token:
+    def tok(text: Any, ptr: str, key: bool = False, site: str = "helm") -> Token:
         prov = Provenance.at(doc, ptr, key=key)
-        return Token(str(text), prov, ptr in doc.templated or TEMPLATE_MARK in str(text))
+        word = Word(str(text), pointer=ptr)
+        return Token(str(text), prov, ptr in doc.templated or TEMPLATE_MARK in str(text), word, site)
 
     anchor_tok = tok("serve", pointer)
     tokens = [Token("vllm", anchor_tok.prov), anchor_tok]
@@ -62,27 +53,29 @@ def _model_plan(doc: SourceDoc, spec: dict, pointer: str) -> Plan | None:
     cfg = spec.get("vllmConfig")
     cfg_ptr = join_pointer(pointer, "vllmConfig")
     if isinstance(cfg, dict) and cfg:
-        if "enableChunkedPrefill" in cfg:
-            ptr = join_pointer(cfg_ptr, "enableChunkedPrefill")
-            flag = "--enable-chunked-prefill" if cfg["enableChunkedPrefill"] else "--no-enable-chunked-prefill"
-            tokens.append(tok(flag, ptr, key=True))
-        ptr = join_pointer(cfg_ptr, "enablePrefixCaching")
-        flag = "--enable-prefix-caching" if cfg.get("enablePrefixCaching") else "--no-enable-prefix-caching"
-        tokens.append(tok(flag, ptr if "enablePrefixCaching" in cfg else cfg_ptr, key=True))
-        for key, flag in VALUE_FLAGS.items():
-            if key in cfg:
-                ptr = join_pointer(cfg_ptr, key)
-                tokens += [tok(flag, ptr, key=True), tok(cfg[key], ptr)]
+        for helm_key, name in fw.HELM_BOOL_KEYS.items():
+            ptr = join_pointer(cfg_ptr, helm_key)
+            # the chart writes --no-enable-prefix-caching unless the value says true
+            if helm_key in cfg or name == "enable_prefix_caching":
+                on = bool(cfg.get(helm_key))
+                flag = fw.flag_of(name) if on else "--no-" + fw.flag_of(name)[2:]
+                tokens.append(tok(flag, ptr if helm_key in cfg else cfg_ptr, key=True))
+        for helm_key, option in fw.HELM_FLAGS.items():
+            if helm_key in cfg:
+                ptr = join_pointer(cfg_ptr, helm_key)
+                flag = fw.flag_of(option.name, dashed=option.name not in fw.HELM_UNDERSCORE)
+                tokens += [tok(flag, ptr, key=True), tok(cfg[helm_key], ptr)]
         extra = cfg.get("extraArgs")
         if isinstance(extra, list):
             extra_ptr = join_pointer(cfg_ptr, "extraArgs")
-            tokens += [tok(a, join_pointer(extra_ptr, j)) for j, a in enumerate(extra)]
+            tokens += [item_token(doc, str(a), join_pointer(extra_ptr, j)) for j, a in enumerate(extra)]
     image = None
     if "repository" in spec:
         ref = f"{spec['repository']}:{spec.get('tag', 'latest')}"
         ptr = join_pointer(pointer, "tag" if "tag" in spec else "repository")
         image = Setting(key="image", raw_key="repository", value=ref, raw=ref,
-                        prov=Provenance.at(doc, ptr, key=False), templated=TEMPLATE_MARK in ref)
+                        prov=Provenance.at(doc, ptr, key=False), templated=TEMPLATE_MARK in ref,
+                        site=Site("mapping", doc, ptr))
     env = env_list(doc, spec.get("env"), join_pointer(pointer, "env"))
     label = f"helm modelSpec {spec.get('name', '?')}"
     return plan_from_command(

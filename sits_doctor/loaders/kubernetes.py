@@ -10,7 +10,7 @@ from typing import Any, Iterator
 
 from sits_doctor.loaders.commands import image_setting, words
 from sits_doctor.loaders.vllm import plan_from_command
-from sits_doctor.plan import Plan, Provenance, Setting
+from sits_doctor.plan import Plan, Provenance, Setting, Site
 from sits_doctor.source import SourceDoc, join_pointer
 
 
@@ -71,5 +71,6 @@ def env_list(doc: SourceDoc, env: Any, pointer: str) -> dict[str, Setting]:
             key=item["name"], raw_key=item["name"], value=None if value is None else str(value),
             raw=value, prov=Provenance.at(doc, join_pointer(ptr, "name"), key=False),
             templated=not has_value or value_ptr in doc.templated,
+            site=Site("env", doc, ptr),
         )
     return out

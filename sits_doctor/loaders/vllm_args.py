@@ -1,9 +1,10 @@
 """vLLM engine arguments: command-line tokens and YAML keys to normalized Settings.
 
-Follows vLLM's own normalization (shared/research/vllm-hf-facts.md §2): ``_`` and ``-`` are the
-same up to the first ``.``; ``--no-X`` turns a boolean off; ``-tp/-pp/-dp/-q/-cc/-ac/-O<n>`` are
+Follows vLLM's own normalization (sits_doctor.frameworks.vllm): ``_`` and ``-`` are the same up
+to the first ``.``; ``--no-X`` turns a boolean off; ``-tp/-pp/-dp/-q/-cc/-ac/-O<n>`` are
 shorthands; ``--a.b=c`` sets a nested field; JSON-valued options are parsed and their fields
-become Settings too; ``max_model_len`` takes ``8k``/``8K`` suffixes.
+become Settings too; ``max_model_len`` takes ``8k``/``8K`` suffixes. Each Setting records the
+words it was written with (:class:`~sits_doctor.plan.Site`), so a fix can edit them.
 """
 
 from __future__ import annotations
@@ -13,51 +14,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from sits_doctor.plan import Provenance, Setting
+from sits_doctor.frameworks import vllm as fw
+from sits_doctor.plan import Provenance, Setting, Site, Word
 
-SHORTHANDS = {
-    "-tp": "tensor_parallel_size",
-    "-pp": "pipeline_parallel_size",
-    "-dp": "data_parallel_size",
-    "-q": "quantization",
-    "-cc": "compilation_config",
-    "-ac": "attention_config",
-}
-
-# Options that take no value (store_true / BooleanOptionalAction) in vLLM's arg parser.
-BOOL_OPTIONS = frozenset(
-    """
-    enforce_eager trust_remote_code enable_prefix_caching enable_chunked_prefill disable_log_stats
-    disable_log_requests enable_log_requests enable_lora enable_auto_tool_choice
-    disable_custom_all_reduce calculate_kv_scales enable_expert_parallel disable_sliding_window
-    disable_cascade_attn skip_tokenizer_init enable_prompt_embeds enable_sleep_mode
-    disable_async_output_proc use_v2_block_manager async_scheduling enable_eplb
-    disable_frontend_multiprocessing enable_request_id_headers disable_fastapi_docs
-    enable_server_load_tracking enable_force_include_usage enable_prompt_tokens_details
-    return_tokens_as_token_ids enable_log_outputs headless api_server_count_auto
-    fully_sharded_loras enable_lora_bias
-    """.split()
-)
-INT_OPTIONS = frozenset(
-    """
-    tensor_parallel_size pipeline_parallel_size data_parallel_size max_num_seqs
-    max_num_batched_tokens block_size max_seq_len_to_capture max_logprobs seed port
-    max_loras max_lora_rank max_cpu_loras num_gpu_blocks_override
-    max_cudagraph_capture_size kv_cache_memory_bytes max_parallel_loading_workers
-    num_scheduler_steps api_server_count decode_context_parallel_size
-    """.split()
-)
-FLOAT_OPTIONS = frozenset("gpu_memory_utilization swap_space cpu_offload_gb".split())
-LIST_OPTIONS = frozenset(
-    "cuda_graph_sizes cudagraph_capture_sizes served_model_name allowed_origins middleware".split()
-)
-JSON_OPTIONS = frozenset(
-    """
-    compilation_config attention_config hf_overrides speculative_config kv_transfer_config
-    limit_mm_per_prompt override_generation_config rope_scaling model_loader_extra_config
-    kv_events_config structured_outputs_config additional_config mm_processor_kwargs
-    """.split()
-)
+normalize_key = fw.normalize_key
 
 _HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kmgKMG]?)$")
 _SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?")  # $VAR, ${VAR}, k8s $(VAR)
@@ -70,12 +30,9 @@ class Token:
     text: str
     prov: Provenance
     templated: bool = False
-
-
-def normalize_key(name: str) -> str:
-    """``max-model-len`` → ``max_model_len``; only the part before the first ``.`` changes."""
-    head, dot, rest = name.partition(".")
-    return head.replace("-", "_") + dot + rest
+    word: Word | None = None  # its characters in the file, for edits
+    site: str = "argv"  # "argv" (a list item), "shell" (inside a shell string) or "helm"
+    operator: bool = False  # a shell control operator (&&, ;, |, a line break)
 
 
 def parse_human_int(value: Any) -> int | str:
@@ -103,7 +60,8 @@ def parse_human_int(value: Any) -> int | str:
 def coerce(key: str, value: Any) -> Any:
     """Parse a value the way vLLM's arg parser would, leaving unparseable text as it is."""
     base = key.partition(".")[0]
-    if base == "max_model_len" and "." not in key:
+    kind = fw.kind_of(base)
+    if kind == "human_int" and "." not in key:
         return parse_human_int(value)
     if not isinstance(value, str):
         return value
@@ -114,15 +72,15 @@ def coerce(key: str, value: Any) -> Any:
             return value
         return parsed if not isinstance(parsed, (dict, list)) or value.strip()[:1] in "{[" else value
     try:
-        if base in INT_OPTIONS and "." not in key:
+        if kind == "int":
             return int(value)
-        if base in FLOAT_OPTIONS and "." not in key:
+        if kind == "float":
             return float(value)
     except ValueError:
         return value
-    if base in BOOL_OPTIONS and value.lower() in ("true", "false"):
+    if kind == "bool" and value.lower() in ("true", "false"):
         return value.lower() == "true"
-    if base in JSON_OPTIONS and "." not in key and value.strip()[:1] in "{[":
+    if kind == "json" and value.strip()[:1] in "{[":
         try:
             return json.loads(value)
         except ValueError:
@@ -137,21 +95,33 @@ def _is_flag(text: str) -> bool:
 
 
 def expand_nested(setting: Setting) -> dict[str, Setting]:
-    """Fields of a dict-valued option as their own Settings (``compilation_config.x``)."""
+    """Fields of a dict-valued option as their own Settings (``compilation_config.x``).
+
+    They share the option's position; they have no site of their own (a JSON string is edited
+    as a whole)."""
     out: dict[str, Setting] = {}
 
     def walk(prefix: str, value: Any) -> None:
         if isinstance(value, dict):
             for k, v in value.items():
                 key = f"{prefix}.{k}"
-                out[key] = setting.model_copy(update={"key": key, "raw_key": k, "value": v, "raw": v})
+                out[key] = setting.with_(key=key, raw_key=k, value=v, raw=v, site=None)
                 walk(key, v)
 
     walk(setting.key, setting.value)
     return out
 
 
-def parse_args(tokens: list[Token]) -> tuple[dict[str, Setting], list[Token]]:
+def site_of(doc, tokens: list[Token]) -> Site | None:
+    """How the words ``tokens`` (a flag and its values) are written."""
+    first = tokens[0]
+    if first.site == "helm":
+        return Site("helm", doc, first.word.pointer if first.word else "")
+    words = tuple(t.word or Word(t.text) for t in tokens)
+    return Site("shell" if first.site == "shell" else "argv", doc, words[0].pointer, words)
+
+
+def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[Token]]:
     """Engine options and positional words from a vLLM command line (after ``serve``)."""
     settings: dict[str, Setting] = {}
     positional: list[Token] = []
@@ -165,31 +135,35 @@ def parse_args(tokens: list[Token]) -> tuple[dict[str, Setting], list[Token]]:
             continue
         name, eq, inline = text.partition("=")
         templated = tok.templated
+        used = [tok]
         if re.fullmatch(r"-O\d+", name):
             key, value = "optimization_level", int(name[2:])
         else:
             head, dot, rest = name.partition(".")
-            if head in SHORTHANDS:
-                key = SHORTHANDS[head] + dot + rest
+            if head in fw.SHORTHANDS:
+                key = fw.SHORTHANDS[head] + dot + rest
             else:
                 key = normalize_key(name.lstrip("-"))
             base = key.partition(".")[0]
+            kind = fw.kind_of(base)
             if eq:
                 value = inline
-            elif base.startswith("no_") and (base[3:] in BOOL_OPTIONS or i + 1 >= len(tokens) or _is_flag(tokens[i + 1].text)):
+            elif base.startswith("no_") and (fw.kind_of(base[3:]) == "bool" or i + 1 >= len(tokens) or _is_flag(tokens[i + 1].text)):
                 key, value = base[3:], False
-            elif base in BOOL_OPTIONS:
+            elif kind == "bool":
                 value = True
-            elif base in LIST_OPTIONS:
+            elif kind == "list":
                 values = []
-                while i + 1 < len(tokens) and not _is_flag(tokens[i + 1].text):
+                while i + 1 < len(tokens) and not _is_flag(tokens[i + 1].text) and not tokens[i + 1].operator:
                     i += 1
                     values.append(tokens[i].text)
+                    used.append(tokens[i])
                     templated = templated or tokens[i].templated
                 value = values
             elif i + 1 < len(tokens) and not _is_flag(tokens[i + 1].text):
                 i += 1
                 value = tokens[i].text
+                used.append(tokens[i])
                 templated = templated or tokens[i].templated
             else:
                 value = True
@@ -200,7 +174,10 @@ def parse_args(tokens: list[Token]) -> tuple[dict[str, Setting], list[Token]]:
             raw=value,
             prov=tok.prov,
             templated=templated,
+            site=site_of(doc, used) if doc is not None else None,
         )
+        if eq and setting.site is not None:
+            setting = setting.with_(site=Site(setting.site.kind, doc, setting.site.pointer, setting.site.words, True))
         settings[key] = setting
         settings.update(expand_nested(setting))
         i += 1

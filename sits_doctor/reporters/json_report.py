@@ -21,7 +21,7 @@ def render(report: Report) -> str:
             "files_skipped": report.skipped,
             "errors": len(report.errors),
         },
-        "findings": [f.model_dump(mode="json") for f in report.findings],
+        "findings": [f.to_dict() for f in report.findings],
         "errors": [{"file": e.path, "line": e.line, "col": e.col, "message": e.message} for e in report.errors],
         "internal_errors": report.internal_errors,
         "notices": [{"file": n.path, "line": n.line, "col": n.col, "message": n.message} for n in report.notices],

@@ -226,7 +226,7 @@ def test_pass_attention_backend_env_on_0_12(tmp_path, monkeypatch):
 @pytest.mark.parametrize("version", ["0.13.0", "0.14.0"])
 def test_fail_attention_backend_env_deprecated(tmp_path, monkeypatch, version):
     assert k8s(tmp_path, monkeypatch, '"--enforce-eager"', version, ATTENTION_ENV) == [
-        "k8s.yaml:13:21: SITS204 [warning] VLLM_ATTENTION_BACKEND is deprecated since vLLM 0.13 and ignored from 0.16"
+        "k8s.yaml:13:21: SITS204 [warning] VLLM_ATTENTION_BACKEND is deprecated since vLLM 0.13.0 and ignored from 0.16.0"
     ]
 
 
@@ -537,12 +537,14 @@ def test_vllm_table_matches_the_source_releases():
 
     from packaging.version import Version
 
-    from sits_doctor.rules.sits204_removed_or_renamed_option import VLLM_CHANGES
+    from sits_doctor.frameworks.vllm import OPTIONS
 
     data = json.loads((Path(__file__).parent.parent / "data" / "vllm_flags.json").read_text())
     scanned = [Version(v) for v in data["scanned"]]
-    for change in VLLM_CHANGES:
-        flag = f"--{change.key.replace('_', '-')}"
+    changes = [o for o in OPTIONS.values() if o.removed or o.added]
+    assert len(changes) >= 30
+    for change in changes:
+        flag = change.flag
         present = [Version(v) for v in data["present"][flag]]
         assert present, flag
         if change.removed:

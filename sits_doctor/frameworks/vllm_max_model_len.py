@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sits_doctor.frameworks import vllm as fw
 from sits_doctor.plan import ModelFacts, Setting
 from sits_doctor.versions import V
 
@@ -30,7 +31,7 @@ LAYER_TYPES = frozenset(
     {"full_attention", "sliding_attention", "chunked_attention", "linear_attention",
      "compressed_sparse_attention", "heavily_compressed_attention", "mamba", "conv"}
 )
-_EXEMPT = ("su", "longrope", "llama3")
+_EXEMPT = ("su", "longrope", "llama3")  # rope types whose max_position_embeddings is already scaled
 _EXEMPT_FROM_0_30 = _EXEMPT + ("yarn", "deepseek_yarn", "deepseek_llama_scaling")
 DEFAULT_WHEN_UNKNOWN = 2048
 
@@ -72,7 +73,7 @@ def derived_max_model_len(model: ModelFacts, version: str, *, disable_sliding_wi
 
 
 def _rope_sets(model: ModelFacts, ver) -> tuple[Setting | None, list[dict]]:
-    names = ("rope_parameters", "rope_scaling") if ver >= V("0.12.0") else ("rope_scaling",)
+    names = ("rope_parameters", "rope_scaling") if ver >= V(fw.ROPE_PARAMETERS) else ("rope_scaling",)
     for name in names:
         s = model.fact(name)
         if s is not None and isinstance(s.value, dict) and s.value:
@@ -85,14 +86,14 @@ def _rope_sets(model: ModelFacts, ver) -> tuple[Setting | None, list[dict]]:
 
 def _apply_rope(model: ModelFacts, ver, out: DerivedLen) -> None:
     model_type = str(model.text.get("model_type") or model.data.get("model_type") or "")
-    if "gemma3" in model_type and ver >= V("0.8.0"):
+    if "gemma3" in model_type and ver >= V(fw.GEMMA3_EXEMPT):
         return
     setting, sets = _rope_sets(model, ver)
     if not sets:
         return
-    exempt = _EXEMPT_FROM_0_30 if ver >= V("0.30.0") else _EXEMPT
+    exempt = _EXEMPT_FROM_0_30 if ver >= V(fw.YARN_EXEMPT) else _EXEMPT
     factor = 1.0
-    scaled = ver >= V("0.12.0")  # from 0.12 the (float) factor is applied even when it stays 1.0
+    scaled = ver >= V(fw.ROPE_PARAMETERS)  # from 0.12 the (float) factor is applied even when it stays 1.0
     for rp in sets:
         rope_type = rp.get("rope_type") or rp.get("type") or "default"
         if rope_type in exempt:
@@ -112,7 +113,7 @@ def _apply_rope(model: ModelFacts, ver, out: DerivedLen) -> None:
 
 def allow_long_max_model_len(env: dict[str, Setting]) -> Setting | None:
     """The ``VLLM_ALLOW_LONG_MAX_MODEL_LEN`` setting if it is on (vllm/envs.py: "1" or "true")."""
-    s = env.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN")
+    s = env.get(fw.ENV_ALLOW_LONG_MAX_MODEL_LEN)
     if s is not None and not s.templated and str(s.value).strip().lower() in ("1", "true"):
         return s
     return None

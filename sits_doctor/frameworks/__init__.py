@@ -1,0 +1,1 @@
+"""Framework knowledge: what each framework accepts, by version (one module per framework)."""

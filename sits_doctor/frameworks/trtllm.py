@@ -1,0 +1,37 @@
+"""What TensorRT-LLM accepts, by version: the one home of its LLM-API option names and of the
+pre-1.0 spellings that 1.x rejects.
+
+Sources: ``tensorrt_llm/llmapi/llm_args.py`` (``StrictBaseModel``: ``extra="forbid"``), the 1.0
+release notes' "API Changes" (``docs/source/release-notes.md``) and v1.0.0rc2 (#5014,
+``cuda_graph_config``) in NVIDIA/TensorRT-LLM.
+"""
+
+from __future__ import annotations
+
+LLMAPI_STRICT = "1.0"  # LLM-API options are pydantic StrictBaseModels: unknown keys fail at startup
+
+# Keys only an LLM-API options file has (1.x names and the pre-1.0 ones), used to sniff it.
+LLMAPI_KEYS = frozenset(
+    """
+    kv_cache_config cuda_graph_config pytorch_backend_config use_cuda_graph cuda_graph_batch_sizes
+    cuda_graph_max_batch_size cuda_graph_padding_enabled enable_attention_dp max_num_tokens
+    build_config disable_overlap_scheduler moe_config attn_backend print_iter_log
+    extended_runtime_perf_knob_config scheduler_config torch_compile_config enable_autotuner
+    autotuner_enabled mixed_sampler enable_iter_perf_stats moe_expert_parallel_size
+    cache_transceiver_config stream_interval sampler_type backend max_beam_width
+    """.split()
+)
+
+# Pre-1.0 LLM-API keys and what 1.x takes instead: (hint, the 1.x key a value carries over to).
+PRE_1_0_KEYS: dict[str, tuple[str | None, str | None]] = {
+    "use_cuda_graph": ("cuda_graph_config: {} to enable (the 1.x default), cuda_graph_config: null to disable", None),
+    "cuda_graph_batch_sizes": ("cuda_graph_config.batch_sizes", "cuda_graph_config.batch_sizes"),
+    "cuda_graph_max_batch_size": ("cuda_graph_config.max_batch_size", "cuda_graph_config.max_batch_size"),
+    "cuda_graph_padding_enabled": ("cuda_graph_config.enable_padding", "cuda_graph_config.enable_padding"),
+    "cuda_graph_config.padding_enabled": ("cuda_graph_config.enable_padding", "cuda_graph_config.enable_padding"),
+    "kv_cache_dtype": ("kv_cache_config.dtype", "kv_cache_config.dtype"),
+    "mixed_sampler": (None, None),  # 1.0 renamed it enable_mixed_sampler, which later 1.x releases no longer have
+    "autotuner_enabled": ("enable_autotuner", "enable_autotuner"),
+    "pytorch_backend_config": ("its fields at the top level (PyTorchConfig is no longer accepted)", None),
+}
+MIXED_SAMPLER_GONE = "remove it (1.0 renamed it enable_mixed_sampler, which later 1.x releases no longer have)"

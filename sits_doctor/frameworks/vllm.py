@@ -1,0 +1,228 @@
+"""What vLLM accepts, by version: the one home of every vLLM option name, spelling, type,
+default, version cut-off and replacement that sits-doctor knows.
+
+Loaders (sniffing, coercion, Helm mapping), rules and tools import from here; nothing else
+writes a vLLM option name or version literal (tests/test_knowledge_home.py keeps it so).
+
+Sources: the vLLM source releases 0.5.5 … 0.33.0 (``vllm/engine/arg_utils.py``,
+``vllm/entrypoints/openai/cli_args.py``, ``vllm/utils/argparse_utils.py``, ``vllm/config/``);
+presence of each flag per release is in tests/data/vllm_flags.json (tools/scan_vllm_flags.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+# --- named cut-offs (first version with the behaviour) ---------------------------------------
+V1_DEFAULT = "0.8.0"  # V1 engine default: prefix caching and chunked prefill on
+HUMAN_INT = "0.8.4"  # --max-model-len takes 8k / 8K / 25.6k (human_readable_int)
+BOOLEAN_OPTIONAL = "0.8.5"  # boolean config fields get --no-X (BooleanOptionalAction)
+STORE_BOOLEAN_SPAN = ("0.6.6", "0.8.5")  # YAML `key: false` in dest spelling passes `--key False`
+YAML_FALSE_AS_NO_FLAG = "0.28.0"  # load_config_file turns `key: false` into --no-<key as written>
+COMPILATION_CONFIG_FORBIDS_EXTRA = "0.13.0"  # CompilationConfig(extra="forbid")
+MAX_CAPTURE_SIZE_GONE = "0.11.1"  # compilation_config.max_capture_size no longer a field
+ATTENTION_BACKEND_ENV_DEPRECATED = "0.13.0"  # VLLM_ATTENTION_BACKEND maps to --attention-backend, warns
+ATTENTION_BACKEND_ENV_IGNORED = "0.16.0"  # VLLM_ATTENTION_BACKEND absent from vllm/envs.py
+ROPE_PARAMETERS = "0.12.0"  # rope_parameters (transformers v5) read; the factor applied as a float
+YARN_EXEMPT = "0.30.0"  # yarn/deepseek_yarn no longer scale the derived max_model_len
+GEMMA3_EXEMPT = "0.8.0"  # gemma3 models skip RoPE scaling of max_model_len
+
+ENV_ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+ENV_ATTENTION_BACKEND = "VLLM_ATTENTION_BACKEND"
+SERVE_SUBCOMMAND = "serve"
+API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"})
+
+
+@dataclass(frozen=True)
+class Option:
+    """One engine/server option. ``kind``: how the parser reads the value — bool (no value, a
+    ``--no-`` form from 0.8.5), int, float, str, list (nargs="+"), json (a JSON object/list or a
+    dotted field), human_int (int with k/M/G suffixes from 0.8.4)."""
+
+    name: str
+    kind: str = "str"
+    short: tuple[str, ...] = ()
+    helm: str | None = None  # production-stack vllmConfig key (helm/templates/deployment-vllm-multi.yaml)
+    added: str | None = None  # first version with it
+    deprecated: str | None = None  # first version that warns
+    removed: str | None = None  # first version without it
+    instead: str | None = None  # what to write instead (removed/deprecated/not yet added)
+    renamed_to: str | None = None  # the option that replaces it, when the value carries over
+    drop: str = "safe"  # removing it keeps the meaning ("safe") or changes behaviour ("unsafe")
+    default_on: str | None = None  # a bool option that is on by default from this version
+    generic: bool = False  # a name plenty of non-vLLM YAML files use too (never enough to sniff)
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+
+def _o(name: str, kind: str = "str", **kw: Any) -> Option:
+    return Option(name, kind, **kw)
+
+
+OPTIONS: dict[str, Option] = {o.name: o for o in (
+    # model and load
+    _o("model", generic=True), _o("tokenizer", generic=True), _o("revision", generic=True),
+    _o("served_model_name", "list"), _o("trust_remote_code", "bool"), _o("dtype", generic=True),
+    _o("download_dir", generic=True), _o("load_format", generic=True), _o("seed", "int", generic=True),
+    _o("quantization", short=("-q",), generic=True), _o("hf_overrides", "json"),
+    _o("generation_config"), _o("override_generation_config", "json"), _o("chat_template"),
+    _o("skip_tokenizer_init", "bool"), _o("model_loader_extra_config", "json"),
+    _o("max_parallel_loading_workers", "int"), _o("mm_processor_kwargs", "json"),
+    _o("limit_mm_per_prompt", "json"), _o("enable_prompt_embeds", "bool"),
+    _o("runner", added="0.10.1", instead="use --task on this version", generic=True),
+    _o("convert", added="0.10.1", instead="use --task on this version", generic=True),
+    _o("task", deprecated="0.11.2", removed="0.13.0", instead="use --runner / --convert", generic=True, drop="unsafe"),
+    # memory and cache
+    _o("max_model_len", "human_int", helm="maxModelLen"),
+    _o("gpu_memory_utilization", "float", helm="gpuMemoryUtilization"),
+    _o("kv_cache_dtype"), _o("block_size", "int", generic=True), _o("kv_cache_memory_bytes", "int"),
+    _o("num_gpu_blocks_override", "int"), _o("cpu_offload_gb", "float"),
+    _o("enable_prefix_caching", "bool", default_on=V1_DEFAULT),
+    _o("swap_space", "float", removed="0.18.0", instead="remove it (no CPU swap space in the V1 engine)"),
+    _o("calculate_kv_scales", "bool", deprecated="0.20.0", removed="0.28.0",
+       instead="remove it; fp8 KV without checkpoint k/v scales uses scale 1.0", drop="unsafe"),
+    # scheduling
+    _o("max_num_seqs", "int", helm="maxNumSeqs"), _o("max_num_batched_tokens", "int"),
+    _o("enable_chunked_prefill", "bool", default_on=V1_DEFAULT), _o("async_scheduling", "bool"),
+    _o("num_scheduler_steps", "int", removed="0.10.1", instead="remove it (multi-step scheduling was removed)", drop="unsafe"),
+    _o("multi_step_stream_outputs", "bool", removed="0.10.1",
+       instead="remove it (multi-step scheduling was removed)"),
+    _o("preemption_mode", removed="0.11.0", instead="remove it (V0-only)", drop="unsafe"),
+    _o("scheduler_delay_factor", "float", removed="0.11.0", instead="remove it (V0-only)", drop="unsafe"),
+    _o("disable_async_output_proc", "bool", removed="0.11.0", instead="remove it (V0-only)"),
+    _o("use_v2_block_manager", "bool", removed="0.10.0",
+       instead="remove it (the v1 block manager is gone; it was a no-op)"),
+    # parallelism
+    _o("tensor_parallel_size", "int", short=("-tp",), helm="tensorParallelSize"),
+    _o("pipeline_parallel_size", "int", short=("-pp",), helm="pipelineParallelSize"),
+    _o("data_parallel_size", "int", short=("-dp",)), _o("decode_context_parallel_size", "int"),
+    _o("enable_expert_parallel", "bool"), _o("enable_eplb", "bool"),
+    _o("distributed_executor_backend"), _o("disable_custom_all_reduce", "bool"),
+    _o("worker_use_ray", "bool", removed="0.7.0", instead="use --distributed-executor-backend ray", drop="unsafe"),
+    # compilation, CUDA graphs, attention
+    _o("enforce_eager", "bool"), _o("compilation_config", "json", short=("-cc",)),
+    _o("attention_config", "json", short=("-ac",)), _o("attention_backend"),
+    _o("optimization_level", "int"),
+    _o("max_seq_len_to_capture", "int", removed="0.11.0",
+       instead="remove it; V1 sizes CUDA graphs by tokens per step "
+               "(--cuda-graph-sizes on 0.11, --max-cudagraph-capture-size from 0.11.1)", drop="unsafe"),
+    _o("cuda_graph_sizes", "list", deprecated="0.11.1", removed="0.13.0",
+       instead="use --cudagraph-capture-sizes or --max-cudagraph-capture-size", drop="unsafe"),
+    _o("max_cudagraph_capture_size", "int", added="0.11.1", instead="use --cuda-graph-sizes on this version"),
+    _o("cudagraph_capture_sizes", "list", added="0.11.1",
+       instead="use --compilation-config '{\"cudagraph_capture_sizes\": [...]}'"),
+    _o("disable_sliding_window", "bool"), _o("disable_cascade_attn", "bool"),
+    _o("rope_scaling", "json", removed="0.11.1", instead="use --hf-overrides '{\"rope_scaling\": ...}'", drop="unsafe"),
+    _o("rope_theta", "float", removed="0.11.1", instead="use --hf-overrides '{\"rope_theta\": ...}'", drop="unsafe"),
+    _o("device", removed="0.10.0", instead="remove it (the platform is detected)", generic=True),
+    # speculative decoding, LoRA, structured outputs
+    _o("speculative_config", "json", added="0.8.2",
+       instead="use --speculative-model / --num-speculative-tokens on this version"),
+    _o("speculative_model", removed="0.8.3", instead="use --speculative-config '{\"model\": ...}'", drop="unsafe"),
+    _o("num_speculative_tokens", "int", removed="0.8.3",
+       instead="use --speculative-config '{\"num_speculative_tokens\": ...}'", drop="unsafe"),
+    _o("enable_lora", "bool"), _o("max_loras", "int", helm="maxLoras"), _o("max_lora_rank", "int"),
+    _o("max_cpu_loras", "int"), _o("lora_modules"), _o("fully_sharded_loras", "bool"),
+    _o("enable_lora_bias", "bool"),
+    _o("long_lora_scaling_factors", removed="0.10.0", instead="remove it", drop="unsafe"),
+    _o("lora_extra_vocab_size", "int", removed="0.12.0", instead="remove it", drop="unsafe"),
+    _o("enable_prompt_adapter", "bool", removed="0.10.2", instead="remove it (prompt adapters were removed)", drop="unsafe"),
+    _o("max_prompt_adapters", "int", removed="0.10.0", instead="remove it (prompt adapters were removed)", drop="unsafe"),
+    _o("structured_outputs_config", "json", added="0.11.0",
+       instead="use --guided-decoding-backend on this version"),
+    _o("guided_decoding_backend", deprecated="0.11.0", removed="0.12.0",
+       instead="use --structured-outputs-config.backend", renamed_to="structured_outputs_config.backend"),
+    _o("guided_decoding_disable_fallback", "bool", deprecated="0.11.0", removed="0.12.0",
+       instead="use --structured-outputs-config.disable_fallback", renamed_to="structured_outputs_config.disable_fallback"),
+    _o("guided_decoding_disable_any_whitespace", "bool", deprecated="0.11.0", removed="0.12.0",
+       instead="use --structured-outputs-config.disable_any_whitespace", renamed_to="structured_outputs_config.disable_any_whitespace"),
+    _o("guided_decoding_disable_additional_properties", "bool", deprecated="0.11.0", removed="0.12.0",
+       instead="use --structured-outputs-config.disable_additional_properties", renamed_to="structured_outputs_config.disable_additional_properties"),
+    _o("enable_reasoning", "bool", removed="0.10.0", instead="use --reasoning-parser alone"),
+    _o("reasoning_parser"), _o("tool_call_parser"), _o("enable_auto_tool_choice", "bool"),
+    _o("tokenizer_pool_size", "int", removed="0.10.0", instead="remove it"),
+    _o("tokenizer_pool_type", removed="0.10.0", instead="remove it"),
+    _o("tokenizer_pool_extra_config", "json", removed="0.10.0", instead="remove it"),
+    # server and logging
+    _o("host", generic=True), _o("port", "int", generic=True), _o("api_key", generic=True),
+    _o("uvicorn_log_level"), _o("allowed_origins", "list"), _o("middleware", "list"),
+    _o("disable_log_stats", "bool"),
+    _o("disable_log_requests", "bool", deprecated="0.10.1", removed="0.17.0",
+       instead="remove it (request logging is off by default; --enable-log-requests turns it on)"),
+    _o("enable_log_requests", "bool", added="0.10.1",
+       instead="request logging is already on unless --disable-log-requests"),
+    _o("enable_log_outputs", "bool"), _o("max_logprobs", "int"), _o("api_server_count", "int"),
+    _o("headless", "bool"), _o("enable_sleep_mode", "bool"), _o("disable_frontend_multiprocessing", "bool"),
+    _o("enable_request_id_headers", "bool"), _o("disable_fastapi_docs", "bool"),
+    _o("enable_server_load_tracking", "bool"), _o("enable_force_include_usage", "bool"),
+    _o("enable_prompt_tokens_details", "bool"), _o("return_tokens_as_token_ids", "bool"),
+    _o("kv_transfer_config", "json"), _o("kv_events_config", "json"), _o("additional_config", "json"),
+)}
+
+SHORTHANDS: dict[str, str] = {s: o.name for o in OPTIONS.values() for s in o.short}
+HELM_FLAGS: dict[str, Option] = {o.helm: o for o in OPTIONS.values() if o.helm}
+# production-stack's template spells these two with underscores; argparse accepts either.
+HELM_UNDERSCORE = frozenset({"gpu_memory_utilization", "max_loras"})
+HELM_BOOL_KEYS = {"enableChunkedPrefill": "enable_chunked_prefill", "enablePrefixCaching": "enable_prefix_caching"}
+# CompilationConfig fields that moved or went away.
+COMPILATION_MAX_CAPTURE_SIZE = "compilation_config.max_capture_size"
+
+
+def option(name: str) -> Option | None:
+    return OPTIONS.get(name.partition(".")[0])
+
+
+def kind_of(name: str) -> str | None:
+    o = option(name)
+    return o.kind if o else None
+
+
+def normalize_key(name: str) -> str:
+    """``max-model-len`` → ``max_model_len``; only the part before the first ``.`` changes
+    (``vllm/utils/argparse_utils.py``: dashes and underscores are the same up to the first dot)."""
+    head, dot, rest = name.partition(".")
+    return head.replace("-", "_") + dot + rest
+
+
+def flag_of(name: str, *, dashed: bool = True) -> str:
+    head, dot, rest = name.partition(".")
+    return "--" + (head.replace("_", "-") if dashed else head) + dot + rest
+
+
+@lru_cache(maxsize=None)
+def sniff_keys() -> frozenset[str]:
+    """Option names that make a YAML mapping a vLLM --config file."""
+    return frozenset(OPTIONS)
+
+
+def is_generic(name: str) -> bool:
+    o = OPTIONS.get(name)
+    return o is not None and o.generic
+
+
+def default_on(name: str, version) -> bool:
+    """Whether a boolean option is on by default at ``version`` (a packaging Version)."""
+    from sits_doctor.versions import V
+
+    o = OPTIONS.get(name)
+    return o is not None and o.default_on is not None and version >= V(o.default_on)
+
+
+# Boolean options that are off by default in every version (store_true, or a config field
+# defaulting to False); a dropped `false` for them changes nothing.
+DEFAULT_OFF = frozenset(
+    """enforce_eager trust_remote_code disable_log_stats enable_lora calculate_kv_scales
+    enable_auto_tool_choice disable_custom_all_reduce disable_sliding_window enable_expert_parallel
+    enable_sleep_mode skip_tokenizer_init enable_prompt_embeds enable_log_requests async_scheduling
+    enable_eplb""".split()
+)
+# 0.6.6.post1 … 0.8.4: options parsed with StoreBoolean, which `key: false` in dest spelling reaches.
+STORE_BOOLEAN = frozenset({"enable_chunked_prefill", "multi_step_stream_outputs", "disable_logprobs_during_spec_decoding"})
+
+
+def default_off(name: str) -> bool:
+    return name in DEFAULT_OFF
