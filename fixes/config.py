@@ -210,6 +210,9 @@ def _remove_flow(text: str, start: int, end: int, close: str) -> Edit:
 
 def _remove_block_entry(doc: SourceDoc, key_start: int, end: int, pointer: str) -> Edit:
     text = doc.text
+    parent = _parent(pointer)
+    if not any(_parent(p) == parent and p != pointer and p for p in doc.positions):
+        raise CannotEdit("it is the only key of its mapping (removing it would leave null, not {})")
     prefix = text[_line_start(text, key_start): key_start]
     if not prefix.strip():
         return Edit(_line_start(text, key_start), _line_end(text, end), "")

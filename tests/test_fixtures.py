@@ -5,7 +5,9 @@ Every fixture file has a sidecar ``<file>.snap`` holding the expected stdout of
     sits-doctor check <path relative to the repo root> --isolated -q
 
 run from the repo root (without ``--isolated`` when a ``.sits-doctor.toml`` sits in the file's
-folder or a folder between it and fixtures/, so that its ``target`` applies). Snapshots hold the
+folder or a folder between it and fixtures/, so that its ``target`` applies), followed, when the
+fixture has fixes, by a line ``# sits-doctor fix --unsafe-fixes -q`` and that command's output
+(the unified diff of every fix, safe and unsafe). Snapshots hold the
 *correct* output: where the tool is known to be wrong, the case is an ``xfail(strict=True)`` listed
 in ``KNOWN_BUGS`` and its snapshot is maintained by hand (``--update-snapshots`` leaves it alone).
 
@@ -56,11 +58,24 @@ def uses_settings(path: Path) -> bool:
         folder = folder.parent
 
 
-def command_for(path: Path) -> list[str]:
-    args = ["check", _rel(path)]
+FIX_MARK = "# sits-doctor fix --unsafe-fixes -q\n"
+
+
+def command_for(path: Path, verb: str = "check") -> list[str]:
+    args = [verb, _rel(path)]
     if not uses_settings(path):
         args.append("--isolated")
-    return args + ["-q"]
+    return args + (["--unsafe-fixes"] if verb == "fix" else []) + ["-q"]
+
+
+def snapshot_text(path: Path) -> str:
+    """What the snapshot holds: the check output, then the fix diff if there is one."""
+    checked = run_cli(*command_for(path), cwd=REPO)
+    assert checked.exit_code in (0, 1), f"exit {checked.exit_code}: {checked.stderr}"
+    assert checked.stderr == ""
+    fixed = run_cli(*command_for(path, "fix"), cwd=REPO)
+    assert fixed.exit_code in (0, 1), f"fix exit {fixed.exit_code}: {fixed.stderr}"
+    return checked.stdout + (FIX_MARK + fixed.stdout if fixed.stdout.strip() else "")
 
 
 def snapshot_of(path: Path) -> Path:
@@ -81,17 +96,15 @@ def _params():
 
 @pytest.mark.parametrize("path", list(_params()))
 def test_fixture_snapshot(path: Path, update_snapshots: bool):
-    result = run_cli(*command_for(path), cwd=REPO)
+    text = snapshot_text(path)
     snap = snapshot_of(path)
     if update_snapshots:
         if _rel(path) in KNOWN_BUGS:
             pytest.skip("snapshot of a known bug is maintained by hand")
-        snap.write_text(result.stdout, encoding="utf-8")
+        snap.write_text(text, encoding="utf-8")
         return
     assert snap.is_file(), f"no snapshot {_rel(snap)}; run pytest --update-snapshots and review it"
-    assert result.exit_code in (0, 1), f"exit {result.exit_code}: {result.stderr}"
-    assert result.stderr == ""
-    assert result.stdout == snap.read_text(encoding="utf-8")
+    assert text == snap.read_text(encoding="utf-8")
 
 
 def test_fixture_set_is_complete():
