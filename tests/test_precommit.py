@@ -4,7 +4,7 @@ package index) and runs the hook on copies of committed fixtures in a throwaway 
 
 The repository under test is a snapshot of this checkout's files (tracked and untracked, not
 ignored), committed once per module, so the hook environment is built once and local edits are
-tested too. Skipped only when git or pre-commit is not installed.
+tested too. Those tests skip only when git or pre-commit is not installed.
 """
 
 from __future__ import annotations
@@ -21,10 +21,7 @@ import yaml
 
 from conftest import FIXTURES, REPO
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
-    pytest.mark.skipif(importlib.util.find_spec("pre_commit") is None, reason="pre-commit is not installed"),
-]
+DOCS = REPO / "docs" / "ci.md"
 
 BAD = FIXTURES / "k8s" / "bad_statefulset_sh_c.yaml"  # two SITS204 errors (image pins vLLM 0.11.0)
 FIXABLE = FIXTURES / "k8s" / "bad_deployment_removed_flags.yaml"  # removed flags: safe fixes remove them
@@ -48,9 +45,23 @@ def test_hooks_file_declares_check_and_fix():
     ]
 
 
+def test_the_documented_config_names_these_hooks():
+    text = DOCS.read_text(encoding="utf-8")
+    block = text.split("# .pre-commit-config.yaml\n", 1)[1].split("```", 1)[0]
+    config = yaml.safe_load(block)
+    declared = {h["id"] for h in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    assert [h["id"] for h in config["repos"][0]["hooks"]] == ["sits-doctor", "sits-doctor-fix"]
+    assert {h["id"] for h in config["repos"][0]["hooks"]} <= declared
+
+
 @pytest.fixture(scope="module")
 def hook_repo(tmp_path_factory) -> Path:
-    """This checkout's files, committed in a repository of their own."""
+    """This checkout's files, committed in a repository of their own (skips the test when git or
+    pre-commit is not installed)."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    if importlib.util.find_spec("pre_commit") is None:
+        pytest.skip("pre-commit is not installed")
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO, check=True, capture_output=True,
@@ -73,7 +84,7 @@ def pre_commit_home(tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def project(tmp_path) -> Path:
+def project(tmp_path, hook_repo) -> Path:
     """A user's repository, where the hooks run."""
     git("init", "-q", cwd=tmp_path)
     return tmp_path

@@ -509,3 +509,11 @@ def test_an_empty_toml_has_no_entries(project):
 
 def test_comment_dataclass_is_what_scan_returns():
     assert suppressions.scan_yaml("a: 1 # c\n")[0] == [Comment(1, 6, "# c", False)]
+
+
+def test_the_documented_ignore_file_loads(tmp_path):
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "ci.md").read_text(encoding="utf-8")
+    block = docs.split("```toml\n", 1)[1].split("```", 1)[0]
+    loaded = suppressions.load_ignore_file(ignore_file(tmp_path, block))
+    e = loaded.entries[0]
+    assert (e.path, e.pointer, e.code, e.expires, e.line) == ("models/*/genai_config.json", "/search", "SITS201", date(2027, 1, 31), 1)
