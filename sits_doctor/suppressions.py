@@ -51,7 +51,7 @@ else:  # pragma: no cover
 IGNORE_FILE = ".sits-doctor-ignore.toml"
 SYNTAX = "# sits-doctor: ignore[CODE, ...] reason"
 CODE = re.compile(r"SITS\d{1,3}")
-_MENTION = re.compile(r"#\s*sits-doctor\b", re.IGNORECASE)
+_MENTION = re.compile(r"#\s*sits-doctor(?:\s*:|\s+ignore\b)", re.IGNORECASE)  # meant as a directive
 _DIRECTIVE = re.compile(r"#\s*sits-doctor:\s*ignore\[(?P<codes>[^\]]*)\](?P<reason>.*)")
 _REASON_LEAD = " \t:-–—"
 _TEMPLATE = re.compile(r"\{\{.*?\}\}", re.DOTALL)

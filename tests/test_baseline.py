@@ -133,6 +133,14 @@ def test_entries_sort_by_path_then_code_then_pointer(project):
     ]
 
 
+def test_one_message_per_entry_whatever_the_order_of_the_findings(project):
+    a = make_finding("SITS204", "deploy/serve.yaml", 2, 1, "/swap-space", message="b: judged against vLLM 0.19.0")
+    b = make_finding("SITS204", "deploy/serve.yaml", 2, 1, "/swap-space", message="a: judged against vLLM 0.18.0")
+    for order in ([a, b], [b, a]):
+        entries = json.loads(baseline.write(order, project, baseline.docs_reader()))["entries"]
+        assert [(e["count"], e["message"]) for e in entries] == [(2, "a: judged against vLLM 0.18.0")]
+
+
 def test_no_findings_writes_an_empty_baseline(project):
     assert baseline.write([], project, baseline.docs_reader()) == '{\n  "version": 1,\n  "entries": []\n}\n'
 
