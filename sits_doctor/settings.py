@@ -13,7 +13,7 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from dataclasses import dataclass, field, replace
 
 from sits_doctor.errors import InputError
 from sits_doctor.finding import Severity
@@ -27,18 +27,19 @@ else:  # pragma: no cover
 CONFIG_NAMES = (".sits-doctor.toml", "pyproject.toml")
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, alias_generator=lambda s: s.replace("_", "-"))
+@dataclass(frozen=True)
+class Settings:
+    """The settings that apply to a file (all defaults when no settings file is found)."""
 
     select: list[str] | None = None
-    extend_select: list[str] = Field(default_factory=list)
-    ignore: list[str] = Field(default_factory=list)
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
     fail_on: Severity | None = None
-    target: list[str] = Field(default_factory=list)
-    per_file_ignores: dict[str, list[str]] = Field(default_factory=dict)
-    model_config_path: str | None = Field(default=None, alias="model-config")
-    root: Path | None = Field(default=None, exclude=True)  # folder of the config file
-    source: str | None = Field(default=None, exclude=True)  # the config file itself
+    target: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    model_config_path: str | None = None
+    root: Path | None = None  # folder of the config file
+    source: str | None = None  # the config file itself
 
     def ignored_for(self, file: str) -> set[str]:
         """Codes/prefixes ignored for ``file`` by ``per-file-ignores``."""
@@ -84,14 +85,38 @@ def load_settings(path: Path) -> Settings:
         raise InputError(shown, f"invalid TOML: {exc}") from None
     if path.name == "pyproject.toml":
         data = data.get("tool", {}).get("sits-doctor", {})
+    from pydantic import ValidationError
+
     try:
-        settings = Settings.model_validate(data)
+        model = _schema().model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
         )
         raise InputError(shown, f"invalid sits-doctor settings: {problems}") from None
-    return settings.model_copy(update={"root": path.parent, "source": str(path)})
+    values = {name: getattr(model, name) for name in type(model).model_fields}
+    return replace(Settings(**values), root=path.parent, source=str(path))
+
+
+@lru_cache(maxsize=None)
+def _schema():
+    """The pydantic model that validates a settings file (built only when one is found: building
+    it costs more than checking a file)."""
+    from pydantic import BaseModel, ConfigDict, Field
+
+    class SettingsFile(BaseModel):
+        model_config = ConfigDict(extra="forbid", populate_by_name=True,
+                                  alias_generator=lambda s: s.replace("_", "-"))
+
+        select: list[str] | None = None
+        extend_select: list[str] = Field(default_factory=list)
+        ignore: list[str] = Field(default_factory=list)
+        fail_on: Severity | None = None
+        target: list[str] = Field(default_factory=list)
+        per_file_ignores: dict[str, list[str]] = Field(default_factory=dict)
+        model_config_path: str | None = Field(default=None, alias="model-config")
+
+    return SettingsFile
 
 
 def clear_caches() -> None:

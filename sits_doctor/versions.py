@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from importlib import metadata
 
 from packaging.version import InvalidVersion, Version
 
@@ -60,8 +59,19 @@ def version_from_image(image: str) -> tuple[str, str] | None:
     return None
 
 
+IMPORT_NAMES: dict[str, str] = {"vllm": "vllm", "trtllm": "tensorrt_llm", "ortgenai": "onnxruntime_genai", "hf": "transformers"}
+
+
 @lru_cache(maxsize=None)
 def installed(framework: str) -> str | None:
+    """The installed version of the framework's package, if any. A package that cannot be
+    imported from here is not asked for (importlib.metadata costs more than a whole check)."""
+    from importlib.util import find_spec
+
+    if find_spec(IMPORT_NAMES[framework]) is None:
+        return None
+    from importlib import metadata
+
     try:
         return metadata.version(PACKAGES[framework])
     except metadata.PackageNotFoundError:

@@ -16,9 +16,19 @@ import json, sys
 HEAVY = {"torch", "transformers", "triton"}
 attempts = []
 
+def _looked_up_only():
+    # importlib.util.find_spec asks the finders whether a package exists without importing it
+    # (sits_doctor.versions.installed does so before reading a version); that is not an import.
+    f = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_name == "find_spec" and f.f_code.co_filename.endswith("importlib/util.py"):
+            return True
+        f = f.f_back
+    return False
+
 class Recorder:
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in HEAVY:
+        if name.split(".")[0] in HEAVY and not _looked_up_only():
             attempts.append(name)
         return None
 
