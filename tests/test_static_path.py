@@ -21,7 +21,7 @@ def _looked_up_only():
     # (sits_doctor.versions.installed does so before reading a version); that is not an import.
     f = sys._getframe(2)
     while f is not None:
-        if f.f_code.co_name == "find_spec" and f.f_code.co_filename.endswith("importlib/util.py"):
+        if f.f_code.co_name == "find_spec" and f.f_code.co_filename.endswith(("importlib/util.py", "importlib.util>")):
             return True
         f = f.f_back
     return False
