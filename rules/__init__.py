@@ -8,6 +8,7 @@ from sits_doctor.rules import (
     sits202_max_model_len_exceeds_model,
     sits204_removed_or_renamed_option,
     sits205_yaml_false_dropped,
+    sits900_unused_suppression,
 )
 
 RULES = (
@@ -15,6 +16,7 @@ RULES = (
     sits202_max_model_len_exceeds_model,
     sits204_removed_or_renamed_option,
     sits205_yaml_false_dropped,
+    sits900_unused_suppression,
 )
 
 BY_CODE = {m.RULE.code: m for m in RULES}

@@ -65,23 +65,27 @@ RULE = Rule(
     summary="vLLM max_model_len above what vLLM derives from the model config: startup ValueError",
     severity=Severity.ERROR,
     frameworks=("vllm",),
+    needs=("model",),
 )
 
 
-def check(plan: Plan, ctx) -> Iterator[Finding]:
+def subject(plan: Plan, ctx):
+    """The max_model_len this rule would check (None: unset, "auto", -1 or not a number)."""
     setting = plan.get("max_model_len")
     if setting is None or setting.templated:
-        return
+        return None
     requested = setting.value
     if not isinstance(requested, int) or isinstance(requested, bool) or requested == -1:
-        return  # unset, "auto" or -1: vLLM derives it; non-numbers are another rule's business
-    if plan.model is None:
-        yield RULE.finding(
-            plan, setting,
-            f"cannot check max_model_len {requested} against the model: {plan.model_note}",
-            severity=Severity.INFO,
-        )
+        return None  # vLLM derives it; non-numbers are another rule's business
+    return setting, f"max_model_len {requested}"
+
+
+def check(plan: Plan, ctx) -> Iterator[Finding]:
+    found = subject(plan, ctx)
+    if found is None:
         return
+    setting, _ = found
+    requested = setting.value
     version = ctx.target.version
     disable_sw = plan.value("disable_sliding_window") is True
     derived = derived_max_model_len(plan.model, version, disable_sliding_window=disable_sw)

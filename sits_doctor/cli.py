@@ -49,10 +49,15 @@ def main() -> None:
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), help="Settings file to use instead of discovery.")
 @click.option("--isolated", is_flag=True, help="Ignore settings files.")
 @click.option("--statistics", is_flag=True, help="Count findings per rule.")
+@click.option("--baseline", type=click.Path(dir_okay=False), help="Leave out the findings recorded in this baseline file (see docs/ci.md).")
+@click.option("--write-baseline", type=click.Path(dir_okay=False), help="Record the current findings in this baseline file.")
+@click.option("--skip-unrecognized", is_flag=True, help="Skip named files that hold no recognized config instead of failing (for pre-commit).")
+@click.option("--show-skipped", is_flag=True, help="List the files skipped as not a recognized config, and why.")
 @click.option("-q", "--quiet", is_flag=True, help="Only the findings.")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def check(paths, fmt, output, select, extend_select, ignore, fail_on, targets, gpu, model_config,
-          config_file, isolated, statistics, quiet, debug) -> None:
+          config_file, isolated, statistics, baseline, write_baseline, skip_unrecognized, show_skipped, quiet,
+          debug) -> None:
     """Check config files and folders. Exit 0 clean, 1 findings, 2 unusable input, 3 internal error."""
     from sits_doctor.engine import check as run_check
     from sits_doctor.reporters import render
@@ -60,7 +65,8 @@ def check(paths, fmt, output, select, extend_select, ignore, fail_on, targets, g
 
     if gpu is not None and not _valid_gpu(gpu):
         raise click.BadParameter(f"{gpu!r}: expected NAME or NAMExN, e.g. H100-80GB or H100-80GBx2", param_hint="--gpu")
-    options = _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug, gpu)
+    options = _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug,
+                             gpu, baseline=baseline, write_baseline=write_baseline, skip_unrecognized=skip_unrecognized)
     try:
         report = run_check(list(paths), options)
         color = fmt == "text" and output is None and _color_wanted()
@@ -78,13 +84,14 @@ def check(paths, fmt, output, select, extend_select, ignore, fail_on, targets, g
             sys.exit(2)
     elif text:
         click.echo(text)
-    diag = diagnostics(report, quiet=quiet or fmt != "text")
+    diag = diagnostics(report, quiet=quiet or fmt != "text", show_skipped=show_skipped)
     if diag:
         click.echo(diag, err=True)
     sys.exit(report.exit_code())
 
 
-def _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug, gpu=None):
+def _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug,
+                   gpu=None, **more):
     from sits_doctor.engine import CheckOptions
     from sits_doctor.finding import Severity
 
@@ -99,6 +106,7 @@ def _check_options(select, extend_select, ignore, fail_on, targets, model_config
         config=config_file,
         isolated=isolated,
         debug=debug,
+        **more,
     )
 
 
@@ -113,10 +121,11 @@ def _check_options(select, extend_select, ignore, fail_on, targets, model_config
 @click.option("--model-config", type=click.Path(exists=True), help="config.json (or its folder) of the served model.")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), help="Settings file to use instead of discovery.")
 @click.option("--isolated", is_flag=True, help="Ignore settings files.")
+@click.option("--skip-unrecognized", is_flag=True, help="Skip named files that hold no recognized config instead of failing (for pre-commit).")
 @click.option("-q", "--quiet", is_flag=True, help="Only the diff (or, with --apply, only what remains).")
 @click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
 def fix(paths, do_apply, unsafe_fixes, exit_non_zero_on_fix, select, extend_select, ignore, fail_on, targets,
-        model_config, config_file, isolated, quiet, debug) -> None:
+        model_config, config_file, isolated, skip_unrecognized, quiet, debug) -> None:
     """Fix what can be fixed: print the diff, or write it with --apply.
 
     Exit 0 when nothing fails after the fixes (and, without --apply, nothing would change),
@@ -125,7 +134,8 @@ def fix(paths, do_apply, unsafe_fixes, exit_non_zero_on_fix, select, extend_sele
     from sits_doctor.reporters.fix_text import render_fix
     from sits_doctor.reporters.text import diagnostics
 
-    options = _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug)
+    options = _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug,
+                             skip_unrecognized=skip_unrecognized)
     try:
         result = fix_paths(list(paths), options, unsafe=unsafe_fixes, apply=do_apply)
         text = render_fix(result, applied=do_apply, unsafe=unsafe_fixes, quiet=quiet)

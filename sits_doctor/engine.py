@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Sequence
 
 from sits_doctor.errors import InputError, Notice
-from sits_doctor.finding import Finding, Severity
+from sits_doctor.facts import Facts
+from sits_doctor.finding import Finding, Location, Severity
 from sits_doctor.loaders import load_paths
 from sits_doctor.modelref import ModelResolver
 from sits_doctor.plan import Plan, Target
@@ -31,6 +32,9 @@ class CheckOptions:
     isolated: bool = False  # ignore settings files
     debug: bool = False
     texts: dict | None = None  # resolved Path -> text to check instead of the file (the fixer's rounds)
+    skip_unrecognized: bool = False  # a named file that is not a config is skipped, not an error
+    baseline: str | None = None  # drop the findings recorded in this baseline file
+    write_baseline: str | None = None  # record the findings in this file
 
 
 @dataclass(frozen=True)
@@ -59,6 +63,9 @@ class Report:
     internal_errors: list[str] = field(default_factory=list)
     files_checked: list[str] = field(default_factory=list)
     skipped: int = 0
+    skipped_files: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
+    suppressed: int = 0  # findings dropped by inline suppressions and .sits-doctor-ignore.toml
+    baselined: int = 0  # findings dropped because the baseline records them
     plans: list[PlanSummary] = field(default_factory=list)
     fail_on: Severity = Severity.WARNING  # --fail-on, or the settings found for the first path
     fail_on_by_plan: dict[str, Severity] = field(default_factory=dict)  # each file's own settings
@@ -154,14 +161,22 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
         return report
     report.fail_on = opts.fail_on or base_settings.fail_on or Severity.WARNING
 
-    loaded = load_paths(paths, opts.texts)
+    loaded = load_paths(paths, opts.texts, skip_unrecognized=opts.skip_unrecognized)
     report.errors += loaded.errors
     report.notices += loaded.notices
     report.files_checked = loaded.files_checked
     report.skipped = loaded.skipped
+    report.skipped_files = loaded.skipped_files
 
     resolvers: dict[str, ModelResolver] = {}
     selections: dict[str, _Selection] = {}
+
+    def codes_for(file: str) -> set[str]:
+        try:
+            selection = _selection_for(file, opts, base_settings, selections)
+        except InputError:
+            return set()
+        return selection.codes - set(_ignored_codes(selection.settings.ignored_for(file)))
     for plan in loaded.plans:
         try:
             selection = _selection_for(plan.file, opts, base_settings, selections)
@@ -173,6 +188,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
         model_config = opts.model_config or _relative_to(settings.model_config_path, settings.root)
         resolver = resolvers.setdefault(model_config or "", ModelResolver(model_config))
         plan = _prepare(plan, {**selection.targets, **requested}, resolver, report)
+        plan.facts = effective(plan)
         report.plans.append(
             PlanSummary(plan.label, plan.framework, plan.kind, plan.file, str(plan.target),
                         plan.model.path if plan.model else plan.model_note)
@@ -187,6 +203,10 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
             if matches(rule.code, ignored):
                 continue
             try:
+                missing = [n for n in rule.needs if n in plan.facts.missing]
+                if missing:
+                    report.findings.extend(_cannot_check(module, plan, ctx, missing))
+                    continue
                 report.findings.extend(module.check(plan, ctx))
             except Exception as exc:  # a rule bug must not hide other results
                 detail = traceback.format_exc() if opts.debug else repr(exc)
@@ -195,7 +215,83 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
     report.findings = sorted(unique.values(), key=Finding.sort_key)
     for resolver in resolvers.values():
         report.errors += [e for e in resolver.errors if all(str(e) != str(r) for r in report.errors)]
+    _suppress_and_baseline(report, loaded.sources, opts, codes_for)
     return report
+
+
+def _suppress_and_baseline(report: Report, sources: dict[str, str], opts: CheckOptions, codes_for) -> None:
+    """Inline / .sits-doctor-ignore.toml suppressions, then the baseline, then SITS900 for
+    suppressions that did nothing (docs/ci.md: these are never baselined)."""
+    from datetime import date
+
+    from sits_doctor import suppressions
+
+    result = suppressions.apply(report.findings, sources, date.today())
+    report.errors += result.errors
+    report.suppressed = len(result.suppressed)
+    report.findings = result.kept
+    if opts.write_baseline or opts.baseline:
+        from sits_doctor import baseline
+
+        docs_of = baseline.docs_reader()
+        if opts.write_baseline:
+            target = Path(opts.write_baseline)
+            try:
+                target.write_text(baseline.write(report.findings, target.resolve().parent, docs_of), encoding="utf-8")
+            except OSError as exc:
+                report.errors.append(InputError(opts.write_baseline, f"cannot write the baseline: {exc.strerror or exc}"))
+            report.notices.append(Notice(opts.write_baseline, f"baseline written with {len(report.findings)} finding(s)"))
+        if opts.baseline:
+            try:
+                recorded = baseline.load(opts.baseline)
+            except InputError as err:
+                report.errors.append(err)
+            else:
+                kept, matched, stale = recorded.filter(report.findings, Path(opts.baseline).resolve().parent, docs_of)
+                report.findings, report.baselined = kept, matched
+                for entry in stale:
+                    k = entry.key
+                    report.notices.append(Notice(
+                        opts.baseline, f"stale baseline entry: {k.code} at {k.path} {k.pointer or '/'} "
+                                       f"({entry.message}) matched nothing; remove it or write the baseline again"))
+    from sits_doctor.rules.sits900_unused_suppression import RULE as UNUSED
+
+    for p in result.problems:
+        if UNUSED.code in codes_for(p.file):
+            report.findings.append(Finding(UNUSED.code, UNUSED.name, UNUSED.severity, p.message,
+                                           Location(p.file, p.line, p.col, pointer=f"#L{p.line}")))
+    report.findings.sort(key=Finding.sort_key)
+
+
+def _ignored_codes(ignored) -> list[str]:
+    return [m.RULE.code for m in rule_modules() if matches(m.RULE.code, sorted(ignored))]
+
+
+def _cannot_check(module, plan: Plan, ctx: Context, missing: list[str]) -> list[Finding]:
+    """The one info finding for a rule that lacks a fact it needs: at what it would have checked
+    (the rule's ``subject``), or nothing when the deployment gives it nothing to check."""
+    why = "; ".join(plan.facts.missing[n] for n in missing)
+    subject = getattr(module, "subject", None)
+    found = subject(plan, ctx) if subject is not None else (None, "this deployment")
+    if found is None:
+        return []
+    at, what = found
+    against = " and ".join("the model" if n == "model" else "the GPU" for n in missing)
+    return [module.RULE.finding(plan, at, f"cannot check {what} against {against}: {why}", severity=Severity.INFO)]
+
+
+def effective(plan: Plan) -> Facts:
+    """The plan's effective facts at its target version (stage 2 of build → effective → rules)."""
+    from sits_doctor.frameworks import ortgenai, transformers, trtllm, vllm
+
+    dims = transformers.model_dims(plan.model) if plan.model is not None else None
+    missing = {}
+    if dims is None and plan.framework in ("vllm", "trtllm"):
+        missing["model"] = plan.model_note or "the served model's config.json was not found"
+    builder = {"vllm": vllm.effective, "trtllm": trtllm.effective, "ortgenai": ortgenai.effective}.get(plan.framework)
+    serving = builder(plan, plan.target, dims) if builder is not None else None
+    missing["gpu"] = "no GPU is known (pass --gpu NAME[xN])"
+    return Facts(model=dims, serving=serving, gpu=None, missing=missing)
 
 
 def _relative_to(path: str | None, root: Path | None) -> str | None:

@@ -20,6 +20,7 @@ class Rule:
     summary: str  # one line, shown by `sits-doctor rules`
     severity: Severity  # default severity of its findings
     frameworks: tuple[str, ...]
+    needs: tuple[str, ...] = ()  # facts it cannot judge without: "model", "gpu"
 
     def finding(
         self,

@@ -486,7 +486,7 @@ def test_directory_walk_skips_and_counts_unrelated_files(tmp_path: Path) -> None
     # hidden folders, .git, node_modules and dotfiles are not walked
     for hidden in (".hidden", ".git", "node_modules", ".dotfile"):
         assert hidden not in r.stdout
-    assert "in 1 file(s); 4 file(s) skipped as not a recognized config." in r.stdout
+    assert "in 1 file(s); 4 file(s) skipped as not a recognized config (--show-skipped lists them)." in r.stdout
 
 
 def test_directory_walk_reports_broken_files_and_checks_the_rest(tmp_path: Path) -> None:

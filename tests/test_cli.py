@@ -108,7 +108,7 @@ def test_fail_on_error_still_fails_on_errors(proj):
         (["empty.yaml"], "empty.yaml: error: empty file"),
         (["--select", "SITS999"], "unknown rule selector 'SITS999'"),
         (["--ignore", "NOPE"], "unknown rule selector 'NOPE'"),
-        (["--extend-select", "SITS9"], "unknown rule selector 'SITS9'"),
+        (["--extend-select", "SITS8"], "unknown rule selector 'SITS8'"),
         (["--target", "vllm=0.10.2"], "expected NAME==VERSION"),
         (["--target", "nosuchframework==1.0"], "expected NAME==VERSION"),
         (["--target", "vllm==banana"], "'banana' is not a version"),
@@ -564,3 +564,53 @@ def test_broken_sidecar_of_the_served_model_is_reported_and_its_facts_still_used
     assert r.exit_code == 2
     assert "serve.yaml:2:1: SITS202 [error] max_model_len 16384 exceeds the 8192" in r.stdout
     assert "llama/generation_config.json:1:22: error: invalid JSON" in r.stderr
+
+
+# --- skipped files, pre-commit mode, baseline ------------------------------------------------------
+
+def test_show_skipped_lists_files_and_why(tmp_path):
+    write(tmp_path, "repo/serve.yaml", "model: ./m\nswap-space: 4\nserved-model-name: m\n")
+    write(tmp_path, "repo/notes.txt", "hello\n")
+    write(tmp_path, "repo/ci.yaml", "on: push\njobs: {}\n")
+    r = run_cli("check", "repo", "--isolated", "--show-skipped", "--target", "vllm==0.20.0", cwd=tmp_path)
+    assert "repo/ci.yaml: skipped: not a recognized config\n" in r.stderr
+    assert "repo/notes.txt: skipped: not a .json/.yaml/.yml file\n" in r.stderr
+    data = json.loads(run_cli("check", "repo", "--isolated", "--format", "json", cwd=tmp_path).stdout)
+    assert data["skipped"] == [{"file": "repo/ci.yaml", "why": "not a recognized config"},
+                               {"file": "repo/notes.txt", "why": "not a .json/.yaml/.yml file"}]
+
+
+def test_skip_unrecognized_turns_a_named_unrelated_file_into_a_skip(tmp_path):
+    write(tmp_path, "package.json", '{"name": "web"}\n')
+    write(tmp_path, "serve.yaml", "model: ./m\ngpu-memory-utilization: 0.9\nserved-model-name: m\n")
+    assert run_cli("check", "package.json", "serve.yaml", "--isolated", cwd=tmp_path).exit_code == 2
+    r = run_cli("check", "package.json", "serve.yaml", "--isolated", "--skip-unrecognized", cwd=tmp_path)
+    assert r.exit_code == 0, r.stdout + r.stderr
+    write(tmp_path, "broken.yaml", "model: m\nmax-model-len: 4096\n  bad: indent\n")
+    r = run_cli("check", "broken.yaml", "--isolated", "--skip-unrecognized", cwd=tmp_path)
+    assert r.exit_code == 2, "a broken file that looks like a deployment config is still an error"
+
+
+def test_baseline_round_trip_through_the_cli(tmp_path):
+    serve = write(tmp_path, "serve.yaml", "# legacy\nmodel: ./m\nswap-space: 4\nserved-model-name: m\n")
+    r = run_cli("check", "serve.yaml", "--isolated", "--write-baseline", "base.json", cwd=tmp_path)
+    assert r.exit_code == 1 and (tmp_path / "base.json").is_file()
+    r = run_cli("check", "serve.yaml", "--isolated", "--baseline", "base.json", cwd=tmp_path)
+    assert r.exit_code == 0, r.stdout
+    assert "not shown: 1 in the baseline" in r.stdout
+    serve.write_text("# legacy, moved down\n\nmodel: ./m\nswap-space: 4\nserved-model-name: m\n")
+    assert run_cli("check", "serve.yaml", "--isolated", "--baseline", "base.json", cwd=tmp_path).exit_code == 0
+    serve.write_text("model: ./m\nswap-space: 8\nserved-model-name: m\n")
+    r = run_cli("check", "serve.yaml", "--isolated", "--baseline", "base.json", cwd=tmp_path)
+    assert r.exit_code == 1
+    assert "stale baseline entry: SITS204 at serve.yaml /swap-space" in r.stderr
+
+
+def test_inline_suppression_and_unused_one(tmp_path):
+    write(tmp_path, "serve.yaml",
+          "model: ./m\nswap-space: 4  # sits-doctor: ignore[SITS204] removed in the next release\n"
+          "served-model-name: m  # sits-doctor: ignore[SITS205] nothing here\n")
+    r = run_cli("check", "serve.yaml", "--isolated", cwd=tmp_path)
+    assert "SITS204" not in r.stdout
+    assert "serve.yaml:3:" in r.stdout and "SITS900 [warning]" in r.stdout
+    assert "not shown: 1 suppressed" in r.stdout

@@ -43,3 +43,122 @@ def cache_implementations(version: str) -> frozenset[str] | None:
         return None
     sampled, values = below[-1]
     return values if sampled == ver or not above else values | above[0]
+
+
+# --- model dimensions from config.json --------------------------------------------------------
+# Alias lists follow transformers' per-architecture attribute maps and vLLM's
+# transformers_utils/model_arch_config_convertor.py (num_kv_heads aliases, head size rules).
+ALIASES: dict[str, tuple[str, ...]] = {
+    "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+    "hidden": ("hidden_size", "n_embd", "d_model", "dim"),
+    "heads": ("num_attention_heads", "n_head", "num_heads", "n_heads"),
+    "kv_heads": ("num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num",
+                 "num_attention_groups"),
+    "intermediate": ("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size"),
+    "vocab": ("vocab_size", "padded_vocab_size"),
+    "sliding_window": ("sliding_window",),
+    "layer_types": ("layer_types",),
+    "experts": ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"),
+    "experts_per_token": ("num_experts_per_tok", "moe_topk", "num_experts_per_token"),
+    "shared_experts": ("n_shared_experts", "num_shared_experts"),
+    "kv_lora_rank": ("kv_lora_rank",),
+    "qk_rope_head_dim": ("qk_rope_head_dim",),
+    "rope_theta": ("rope_theta",),
+}
+MAX_LENGTH_KEYS = (
+    "max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+    "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len",
+)
+DTYPE_KEYS = ("dtype", "torch_dtype")  # v5 name first (shared/research §8)
+ROPE_KEYS = ("rope_parameters", "rope_scaling")
+
+
+def _first(model, keys, *, number: bool = True):
+    from sits_doctor.facts import Value
+
+    for key in keys:
+        s = model.fact(key)
+        if s is None or s.value is None:
+            continue
+        if number and (isinstance(s.value, bool) or not isinstance(s.value, (int, float))):
+            continue
+        return Value.of(s)
+    return None
+
+
+def model_dims(model) -> "ModelDims":
+    """The dimensions of a model config (sits_doctor.plan.ModelFacts), with provenance."""
+    from sits_doctor.facts import ModelDims, Value
+
+    got = {name: _first(model, keys, number=name not in ("layer_types",)) for name, keys in ALIASES.items()}
+    heads, hidden = got["heads"], got["hidden"]
+    if got["kv_heads"] is None and heads is not None:
+        got["kv_heads"] = Value.derived(heads.value, f"num_attention_heads (no kv-head key: multi-head attention; {heads.prov})")
+    head_dim = _first(model, ("head_dim",))
+    if head_dim is None and heads is not None and hidden is not None and heads.value:
+        head_dim = Value.derived(hidden.value // heads.value,
+                                 f"hidden_size {hidden.value} / num_attention_heads {heads.value}")
+    arch = model.data.get("architectures")
+    architecture = None
+    if isinstance(arch, list) and arch and isinstance(arch[0], str):
+        architecture = Value.of(_top_setting(model, "architectures"), arch[0])
+    model_type = _top(model, "model_type")
+    dtype = next((Value.of(s) for s in (model.fact(k) or _top_setting(model, k) for k in DTYPE_KEYS)
+                  if s is not None and isinstance(s.value, str)), None)
+    rope = next((Value.of(s) for s in (model.fact(k) for k in ROPE_KEYS)
+                 if s is not None and isinstance(s.value, dict) and s.value), None)
+    quant = model.data.get("quantization_config")
+    quantization = None
+    if isinstance(quant, dict) and isinstance(quant.get("quant_method"), str):
+        quantization = Value.of(_top_setting(model, "quantization_config"), quant["quant_method"])
+    lengths = [_first(model, (k,)) for k in MAX_LENGTH_KEYS]
+    present = [v for v in lengths if v is not None]
+    max_positions = min(present, key=lambda v: v.value) if present else None
+    dims = ModelDims(
+        architecture=architecture, model_type=model_type, head_dim=head_dim, dtype=dtype, rope=rope,
+        quantization=quantization, max_positions=max_positions,
+        **{k: got[k] for k in ALIASES},
+    )
+    tie = model.fact("tie_word_embeddings")
+    tie = tie.value if tie is not None and isinstance(tie.value, bool) else model.data.get("tie_word_embeddings")
+    return _with_params(dims, tie if isinstance(tie, bool) else None)
+
+
+def _top_setting(model, key):
+    from sits_doctor.plan import Provenance, Setting, Site
+
+    if key not in model.data:
+        return None
+    doc = model.doc
+    prov = Provenance.at(doc, f"/{key}") if doc else Provenance(file=model.path, pointer=f"/{key}")
+    site = Site("mapping", doc, f"/{key}") if doc else None
+    return Setting(key, key, model.data[key], model.data[key], prov, site=site)
+
+
+def _top(model, key):
+    from sits_doctor.facts import Value
+
+    s = _top_setting(model, key)
+    return Value.of(s) if s is not None and isinstance(s.value, str) else None
+
+
+def _with_params(dims, tie_embeddings=None):
+    """Add a parameter-count estimate for a dense decoder: embeddings (input and output) plus, per
+    layer, the Q/K/V/O projections and a gated MLP. MoE and MLA models are left unestimated."""
+    from dataclasses import replace
+
+    from sits_doctor.facts import Value
+
+    need = (dims.layers, dims.hidden, dims.heads, dims.kv_heads, dims.head_dim, dims.intermediate, dims.vocab)
+    if any(v is None for v in need) or dims.experts is not None or dims.kv_lora_rank is not None:
+        return dims
+    layers, hidden, heads, kv, hd, inter, vocab = (int(v.value) for v in need)
+    attn = hidden * heads * hd * 2 + hidden * kv * hd * 2
+    mlp = 3 * hidden * inter
+    tied = tie_embeddings is True
+    total = (1 if tied else 2) * vocab * hidden + layers * (attn + mlp)
+    how = ("tied: counted once" if tied else "untied: counted twice" if tie_embeddings is False
+           else "tie_word_embeddings not stated: counted twice")
+    note = (f"{'vocab' if tied else '2·vocab'}·hidden + layers·(attention {attn} + gated MLP {mlp}) of the "
+            f"text model (embeddings {how}; norms, biases and vision towers left out)")
+    return replace(dims, params=Value.derived(total, note))

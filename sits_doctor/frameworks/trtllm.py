@@ -35,3 +35,48 @@ PRE_1_0_KEYS: dict[str, tuple[str | None, str | None]] = {
     "pytorch_backend_config": ("its fields at the top level (PyTorchConfig is no longer accepted)", None),
 }
 MIXED_SAMPLER_GONE = "remove it (1.0 renamed it enable_mixed_sampler, which later 1.x releases no longer have)"
+
+
+# --- effective serving facts (LLM-API YAML; engine config.json) -------------------------------
+KV_FRACTION_DEFAULT = 0.9  # KvCacheConfig.free_gpu_memory_fraction (fraction of FREE memory) since 0.8.0
+TOKENS_PER_BLOCK_DEFAULT = 32  # KvCacheConfig.tokens_per_block
+LLM_ARGS = "tensorrt_llm/llmapi/llm_args.py"
+
+
+def effective(plan, target, model_dims=None):
+    from sits_doctor.facts import Serving, Value
+    from sits_doctor.versions import V
+
+    def default(value, note=LLM_ARGS):
+        return Value.default(value, f"default of TensorRT-LLM {target.version} ({note})")
+
+    def val(*keys, fallback=None):
+        for key in keys:
+            s = plan.settings.get(key)
+            if s is not None and not s.templated:
+                return Value.of(s)
+        return fallback
+
+    engine = plan.kind == "trtllm-engine"
+    pre = "build_config." if engine else ""
+    graphs = None
+    if not engine:
+        cfg = plan.settings.get("cuda_graph_config")
+        if cfg is not None:
+            graphs = Value(cfg.value is not None, cfg.prov, cfg)
+        elif V(target.version) >= V(LLMAPI_STRICT) and plan.value("backend") in (None, "pytorch"):
+            graphs = default(True, LLM_ARGS + ": cuda_graph_config default_factory on the PyTorch backend")
+    return Serving(
+        max_model_len=val(pre + "max_seq_len"),
+        max_num_seqs=val(pre + "max_batch_size"),
+        max_num_batched_tokens=val(pre + "max_num_tokens"),
+        kv_cache_dtype=val("kv_cache_config.dtype"),
+        block_size=val("kv_cache_config.tokens_per_block", "build_config.plugin_config.tokens_per_block",
+                       fallback=None if engine else default(TOKENS_PER_BLOCK_DEFAULT)),
+        tensor_parallel=val("tensor_parallel_size", "pretrained_config.mapping.tp_size"),
+        pipeline_parallel=val("pipeline_parallel_size", "pretrained_config.mapping.pp_size"),
+        memory_fraction=val("kv_cache_config.free_gpu_memory_fraction",
+                            fallback=None if engine else default(KV_FRACTION_DEFAULT, "KvCacheConfig, a fraction of free memory")),
+        cuda_graphs=graphs,
+        prefix_caching=val("kv_cache_config.enable_block_reuse", fallback=None if engine else default(True)),
+    )

@@ -226,3 +226,98 @@ STORE_BOOLEAN = frozenset({"enable_chunked_prefill", "multi_step_stream_outputs"
 
 def default_off(name: str) -> bool:
     return name in DEFAULT_OFF
+
+
+# --- effective serving facts ------------------------------------------------------------------
+GPU_MEMORY_UTILIZATION_092 = "0.20.0"  # default 0.92 from here (0.90 before)
+DEFAULT_BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
+ARG_UTILS = "vllm/engine/arg_utils.py"
+BATCH_DEFAULTS_NOTE = ("depends on the GPU (EngineArgs.get_batch_defaults: 1024 sequences and 8192 batched "
+                       "tokens for the API server on ≥70 GiB GPUs other than A100, 256 and 2048 otherwise)")
+
+
+def effective(plan, target, model_dims=None):
+    """The :class:`~sits_doctor.facts.Serving` of a vLLM Plan at ``target`` (a Target)."""
+    from sits_doctor.facts import Serving, Value
+    from sits_doctor.versions import V
+
+    version = target.version
+    ver = V(version)
+
+    def default(value, what: str = ARG_UTILS):
+        return Value.default(value, f"default of vLLM {version} ({what})")
+
+    def setting(*keys):
+        for key in keys:
+            s = plan.settings.get(key)
+            if s is not None and not s.templated:
+                return s
+        return None
+
+    def val(key, fallback=None, *more):
+        s = setting(key, *more)
+        return Value.of(s) if s is not None else fallback
+
+    eager = val("enforce_eager", default(False))
+    level = setting("optimization_level", "compilation_config.level", "compilation_config.mode")
+    mode = val("compilation_config.cudagraph_mode")
+    graphs_off = eager.value is True or (level is not None and level.value in (0, "0"))
+    if mode is not None and str(mode.value).upper() == "NONE":
+        graphs_off = True
+    why = eager if eager.value is True else (Value.of(level) if graphs_off and level is not None else mode)
+    cuda_graphs = (Value(False, why.prov, why.setting) if graphs_off and why is not None
+                   else Value.derived(True, f"CUDA graphs are on unless --enforce-eager, -O0 or cudagraph_mode NONE "
+                                            f"(vLLM {version})"))
+    util_default = 0.92 if ver >= V(GPU_MEMORY_UTILIZATION_092) else 0.90
+    backend = val("attention_backend", None, "attention_config.backend")
+    env_backend = plan.env.get(ENV_ATTENTION_BACKEND)
+    if backend is None and env_backend is not None and not env_backend.templated and ver < V(ATTENTION_BACKEND_ENV_IGNORED):
+        backend = Value.of(env_backend)
+    kv_dtype = val("kv_cache_dtype")
+    if kv_dtype is None:
+        model_dtype = model_dims.dtype if model_dims is not None else None
+        kv_dtype = (Value.derived(model_dtype.value, f"kv_cache_dtype auto: the model dtype ({model_dtype.prov})")
+                    if model_dtype is not None else default("auto"))
+    max_len = val("max_model_len")
+    if max_len is not None and not isinstance(max_len.value, int):
+        max_len = None
+    if max_len is None or max_len.value == -1:
+        max_len = _derived_max_len(plan, version) or max_len
+    seqs = val("max_num_seqs", default(None, BATCH_DEFAULTS_NOTE))
+    tokens = val("max_num_batched_tokens", default(None, BATCH_DEFAULTS_NOTE))
+    capture = val("max_cudagraph_capture_size", None, "compilation_config.max_cudagraph_capture_size")
+    on_v1 = ver >= V(V1_DEFAULT)
+    return Serving(
+        max_model_len=max_len,
+        max_num_seqs=seqs,
+        max_num_batched_tokens=tokens,
+        kv_cache_dtype=kv_dtype,
+        block_size=val("block_size", default(DEFAULT_BLOCK_SIZE, "vllm/config/cache.py")),
+        tensor_parallel=val("tensor_parallel_size", default(1)),
+        pipeline_parallel=val("pipeline_parallel_size", default(1)),
+        data_parallel=val("data_parallel_size", default(1)),
+        expert_parallel=val("enable_expert_parallel", default(False)),
+        memory_fraction=val("gpu_memory_utilization", default(util_default)),
+        enforce_eager=eager,
+        cuda_graphs=cuda_graphs,
+        cudagraph_mode=mode,
+        capture_sizes=val("cudagraph_capture_sizes", None, "compilation_config.cudagraph_capture_sizes", "cuda_graph_sizes"),
+        max_capture_size=capture,
+        attention_backend=backend,
+        prefix_caching=val("enable_prefix_caching", default(True) if on_v1 else None),
+        chunked_prefill=val("enable_chunked_prefill", default(True) if on_v1 else None),
+        speculative=val("speculative_config"),
+    )
+
+
+def _derived_max_len(plan, version):
+    from sits_doctor.facts import Value
+    from sits_doctor.frameworks.vllm_max_model_len import derived_max_model_len
+
+    if plan.model is None:
+        return None
+    d = derived_max_model_len(plan.model, version, disable_sliding_window=plan.value("disable_sliding_window") is True)
+    if d.value == float("inf"):
+        return None
+    steps = "; ".join(d.steps)
+    return Value.derived(int(d.value), f"max_model_len unset: vLLM {version} derives {int(d.value)} from the model ({steps})")

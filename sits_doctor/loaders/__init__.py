@@ -42,12 +42,17 @@ class LoadResult:
     notices: list[Notice] = field(default_factory=list)
     files_checked: list[str] = field(default_factory=list)
     skipped: int = 0
+    skipped_files: list[tuple[str, str]] = field(default_factory=list)  # (display path, why)
     texts: dict[Path, str] = field(default_factory=dict, repr=False)
+    sources: dict[str, str] = field(default_factory=dict, repr=False)  # display path -> text checked
 
 
-def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None) -> LoadResult:
+def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None, *,
+               skip_unrecognized: bool = False) -> LoadResult:
     """Plans of every recognized config under ``paths``. ``texts`` maps resolved paths to text to
-    use instead of what is on disk (the fixer re-checks its edits before writing them)."""
+    use instead of what is on disk (the fixer re-checks its edits before writing them).
+    ``skip_unrecognized``: a file named in ``paths`` that holds no recognized config is skipped
+    as in a directory walk (pre-commit names every staged JSON/YAML file), not an error."""
     result = LoadResult()
     result.texts = texts or {}
     seen: set[Path] = set()
@@ -58,7 +63,7 @@ def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None
             for file in _walk(path, result):
                 _load(file, False, result, seen, consumed)
         elif path.exists():
-            _load(path, True, result, seen, consumed)
+            _load(path, not skip_unrecognized, result, seen, consumed)
         else:
             result.errors.append(InputError(str(given), "no such file or directory"))
     return result
@@ -75,6 +80,8 @@ def _walk(root: Path, result: LoadResult) -> Iterable[Path]:
                 yield p
             else:
                 result.skipped += 1
+                why = "never a deployment config" if name in NEVER_CONFIG else "not a .json/.yaml/.yml file"
+                result.skipped_files.append((display_path(p), why))
 
 
 def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consumed: set[Path]) -> None:
@@ -92,6 +99,7 @@ def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consu
             result.errors.append(err)
         else:
             result.skipped += 1
+            result.skipped_files.append((display, err.message))
             result.notices.append(Notice(display, f"skipped: {err.message}", err.line, err.col))
         return
     plans: list[Plan] = []
@@ -107,8 +115,10 @@ def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consu
             result.errors.append(InputError(display, f"not a recognized config{what}; expected {EXPECTED}"))
         else:
             result.skipped += 1
+            result.skipped_files.append((display, f"not a recognized config{_why_unrecognized(docs)}"))
         return
     result.files_checked.append(display)
+    result.sources[display] = text
     result.plans += plans
     templated = sum(len(d.templated) for d in docs)
     if templated:

@@ -28,8 +28,12 @@ _GENERATION_KEYS = frozenset(
 SIDECARS = ("generation_config.json", "hf_quant_config.json")
 
 
+# Keys of other tools' model configs that look like transformers' (MLC LLM's mlc-chat-config.json).
+_FOREIGN_KEYS = frozenset({"conv_template", "tokenizer_files", "model_config", "context_window_size"})
+
+
 def is_model_config(data: Any) -> bool:
-    if not isinstance(data, dict):
+    if not isinstance(data, dict) or _FOREIGN_KEYS & data.keys():
         return False
     has_identity = "architectures" in data or "model_type" in data
     return has_identity and bool(_MODEL_KEYS & data.keys())

@@ -26,5 +26,8 @@ def render(report: Report) -> str:
         "internal_errors": report.internal_errors,
         "notices": [{"file": n.path, "line": n.line, "col": n.col, "message": n.message} for n in report.notices],
         "deployments": [asdict(p) for p in report.plans],
+        "skipped": [{"file": f, "why": why} for f, why in report.skipped_files],
+        "suppressed": report.suppressed,
+        "baselined": report.baselined,
     }
     return json.dumps(data, indent=2, ensure_ascii=False)

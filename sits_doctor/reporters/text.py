@@ -29,9 +29,11 @@ def render(report: Report, *, color: bool = False, quiet: bool = False, statisti
     return _colorize(text) if color else text
 
 
-def diagnostics(report: Report, quiet: bool = False) -> str:
-    """Input errors, internal errors and notices: for stderr."""
+def diagnostics(report: Report, quiet: bool = False, show_skipped: bool = False) -> str:
+    """Input errors, internal errors and notices (and, asked for, the skipped files): for stderr."""
     lines = [str(e) for e in report.errors]
+    if show_skipped:
+        lines += [f"{path}: skipped: {why}" for path, why in report.skipped_files]
     lines += [f"internal error: {e}\n  please report this at the sits-doctor issue tracker" for e in report.internal_errors]
     if not quiet:
         lines += [str(n) for n in report.notices]
@@ -43,9 +45,15 @@ def summary(report: Report) -> str:
     parts = [f"{by[s]} {s}" for s in ("error", "warning", "info") if by[s]]
     found = f"Found {len(report.findings)} finding(s)" + (f" ({', '.join(parts)})" if parts else "")
     files = f"in {len(report.files_checked)} file(s)"
-    skipped = f"; {report.skipped} file(s) skipped as not a recognized config" if report.skipped else ""
+    skipped = (f"; {report.skipped} file(s) skipped as not a recognized config (--show-skipped lists them)"
+               if report.skipped else "")
     errors = f"; {len(report.errors)} file(s) or argument(s) could not be used" if report.errors else ""
-    return f"{found} {files}{skipped}{errors}." + "".join(f"\ntarget: {t}" for t in target_lines(report))
+    hidden = ""
+    if report.suppressed or report.baselined:
+        parts = [f"{report.suppressed} suppressed"] if report.suppressed else []
+        parts += [f"{report.baselined} in the baseline"] if report.baselined else []
+        hidden = f"; not shown: {', '.join(parts)}"
+    return f"{found} {files}{skipped}{errors}{hidden}." + "".join(f"\ntarget: {t}" for t in target_lines(report))
 
 
 def target_lines(report: Report) -> list[str]:

@@ -1,0 +1,124 @@
+"""Effective facts: what a deployment will really run with, typed and the same for every
+framework, each value with where it came from.
+
+A :class:`Value` is a value plus its :class:`~sits_doctor.plan.Provenance`: a file position
+(the setting that wrote it), ``default of vLLM 0.33.0 (vllm/engine/arg_utils.py)``, or
+``derived: ...``. Framework modules build :class:`Facts` from a Plan once its target version is
+known (``sits_doctor.frameworks.<fw>.effective``); rules read them and never walk raw config
+dicts. A field that nothing sets and whose default sits-doctor does not know is ``None``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from sits_doctor.plan import Provenance, Setting
+
+
+@dataclass(frozen=True, slots=True)
+class Value:
+    value: Any
+    prov: Provenance
+    setting: Setting | None = None  # the setting that wrote it, when a file did (fixes edit it)
+
+    @classmethod
+    def of(cls, setting: Setting, value: Any = None) -> "Value":
+        return cls(setting.value if value is None else value, setting.prov, setting)
+
+    @classmethod
+    def default(cls, value: Any, note: str) -> "Value":
+        return cls(value, Provenance.default(note))
+
+    @classmethod
+    def derived(cls, value: Any, note: str) -> "Value":
+        return cls(value, Provenance.derived(note))
+
+    @property
+    def is_set(self) -> bool:
+        """Written in a file (not a default or a derivation)."""
+        return self.prov.kind == "file"
+
+    def __str__(self) -> str:
+        return f"{self.value} ({self.prov})"
+
+
+@dataclass(frozen=True)
+class ModelDims:
+    """A model's shape, from its config.json (``get_text_config()`` for multimodal models)."""
+
+    architecture: Value | None = None
+    model_type: Value | None = None
+    layers: Value | None = None
+    hidden: Value | None = None
+    heads: Value | None = None
+    kv_heads: Value | None = None
+    head_dim: Value | None = None
+    intermediate: Value | None = None
+    vocab: Value | None = None
+    max_positions: Value | None = None  # the length key and its value as written
+    rope: Value | None = None  # the rope parameters mapping (rope_scaling / rope_parameters)
+    rope_theta: Value | None = None
+    sliding_window: Value | None = None
+    layer_types: Value | None = None
+    experts: Value | None = None
+    experts_per_token: Value | None = None
+    shared_experts: Value | None = None
+    kv_lora_rank: Value | None = None  # MLA
+    qk_rope_head_dim: Value | None = None  # MLA
+    dtype: Value | None = None
+    quantization: Value | None = None
+    params: Value | None = None  # parameter count (derived)
+
+
+@dataclass(frozen=True)
+class Serving:
+    """How the server runs the model."""
+
+    max_model_len: Value | None = None
+    max_num_seqs: Value | None = None  # vLLM max_num_seqs, TRT-LLM max_batch_size, ORT batch_size
+    max_num_batched_tokens: Value | None = None
+    kv_cache_dtype: Value | None = None
+    block_size: Value | None = None
+    tensor_parallel: Value | None = None
+    pipeline_parallel: Value | None = None
+    data_parallel: Value | None = None
+    expert_parallel: Value | None = None
+    memory_fraction: Value | None = None  # vLLM of total, TRT-LLM of free memory: see its note
+    enforce_eager: Value | None = None
+    cuda_graphs: Value | None = None  # on/off
+    cudagraph_mode: Value | None = None
+    capture_sizes: Value | None = None
+    max_capture_size: Value | None = None
+    attention_backend: Value | None = None
+    prefix_caching: Value | None = None
+    chunked_prefill: Value | None = None
+    speculative: Value | None = None
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """The GPU a deployment runs on (from the coming catalog; unknown is ``None``)."""
+
+    name: str
+    count: int = 1
+    memory_gib: float | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class Facts:
+    model: ModelDims | None = None
+    serving: Serving | None = None
+    gpu: GpuSpec | None = None
+    missing: dict[str, str] = field(default_factory=dict)  # "model" -> why it is unknown
+
+
+def evidence(*values: Value | None) -> list[str]:
+    """Evidence lines for the values a finding was computed from."""
+    return [str(v) for v in values if v is not None]
+
+
+def set_fields(obj) -> dict[str, Value]:
+    """The non-None fields of a ModelDims / Serving, by name."""
+    return {f.name: getattr(obj, f.name) for f in fields(obj) if getattr(obj, f.name) is not None}
