@@ -95,6 +95,16 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
     from sits_doctor.schemas.ortgenai import schema_errors
 
     for error in schema_errors(plan.doc):
+        if error.validator in ("required", "minimum") and "context_length" in str(error.message) + str(
+                list(error.absolute_path)):
+            at = Provenance.at(plan.doc, "/model" if error.validator == "required" else "/model/context_length")
+            yield RULE.finding(
+                plan, at,
+                "model context_length is 0 or was not set: ORT GenAI fails to load the config",
+                evidence=[f"target: {ctx.target}"],
+                fix_hint="set model.context_length to the model's maximum sequence length",
+            )
+            continue
         if error.validator not in ("type", "enum"):
             continue
         pointer = ""
@@ -111,7 +121,8 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
                 message = f"{name} = {error.instance!r} is not an integer"
             else:
                 expected = " or ".join(_WANTED.get(w, f"a {w}") for w in wanted)
-                message = f"{name}: expected {expected} but saw a {saw} ({_short(error.instance)})"
+                article = "an" if saw[:1] in "aeiou" else "a"
+                message = f"{name}: expected {expected} but saw {article} {saw} ({_short(error.instance)})"
         setting = plan.get(".".join(str(p) for p in error.absolute_path))
         fix = None
         if setting is not None and error.validator_value == "string" and isinstance(error.instance, (bool, int, float)):

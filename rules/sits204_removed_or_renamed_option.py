@@ -233,8 +233,7 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
                     f'top-level "{key}" is silently ignored by ORT GenAI (it reads only model, search, '
                     "speculative and engine)",
                     evidence=evidence, severity=Severity.WARNING,
-                    fix_hint=_did_you_mean(key, set(ROOT["properties"]["search"]["properties"]), "search.")
-                    or "move it into the section it belongs to, or remove it",
+                    fix_hint=_where_it_belongs(key, ROOT),
                 )
     for pointer, options in _session_options(data, ""):
         for key, value in options.items():
@@ -263,6 +262,17 @@ def _hf(plan: Plan, ctx) -> Iterator[Finding]:
         evidence=[f"target: {ctx.target}"],
         fix_hint=f"use one of {', '.join(sorted(accepted - tf.STATIC_CACHE_ALIASES))}",
     )
+
+
+def _where_it_belongs(key: str, root: dict) -> str:
+    """A hint for a top-level scalar: the section whose parser reads a key of that name."""
+    decoder = root["properties"]["model"]["properties"]["decoder"]["properties"]
+    for section, props in (("model.decoder", decoder), ("model", root["properties"]["model"]["properties"]),
+                           ("search", root["properties"]["search"]["properties"])):
+        if key in props:
+            return f"move it under {section} (ORT GenAI reads it there)"
+    return (_did_you_mean(key, set(root["properties"]["search"]["properties"]), "search.")
+            or "move it into the section it belongs to, or remove it")
 
 
 def _session_options(node: Any, pointer: str) -> Iterator[tuple[str, dict]]:

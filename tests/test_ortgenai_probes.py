@@ -25,10 +25,6 @@ NEWEST = PROBES["versions"][-1]
 # Where the schema is known to disagree with the parser: the reason, and the probe stays xfail
 # (strict) so that fixing the schema turns it into an unexpected pass.
 SCHEMA_GAPS = {
-    "context_length_missing": "the schema does not require model.context_length; every tested wheel "
-    "rejects a config without it at Config() ('model context_length is 0 or was not set')",
-    "context_length_zero": "the schema has no minimum of 1 for model.context_length; every tested "
-    "wheel rejects 0 at Config() (0.15+: 'JSON Error: context_length must be > 0, got 0')",
 }
 
 

@@ -220,6 +220,10 @@ ENGINE = obj(
         "static_batching": obj({"max_batch_size": I}),
     }
 )
+# Every tested wheel (0.5.2 … 0.18.0) refuses a config without a positive context_length at
+# Config(): "model context_length is 0 or was not set" (0.15+: "context_length must be > 0").
+MODEL["required"] = ["context_length"]
+MODEL["properties"]["context_length"] = {"type": "integer", "minimum": 1}
 ROOT = obj(
     {"model": MODEL, "search": SEARCH, "speculative": SPECULATIVE, "engine": ENGINE},
     # unknown top-level objects and arrays are errors; unknown scalars are silently ignored

@@ -221,3 +221,26 @@ def test_pass_size_suffix_from_0_8_4(tmp_path, monkeypatch, value):
 @pytest.mark.parametrize("value", ["8192", "'8192'", "-1"])
 def test_pass_plain_numbers_before_0_8_4(tmp_path, monkeypatch, value):
     assert _vllm(tmp_path, monkeypatch, value, "0.7.3") == []
+
+
+@pytest.mark.parametrize("model", ['{"type": "llama"}', '{"type": "llama", "context_length": 0}'],
+                         ids=["missing", "zero"])
+def test_fail_ortgenai_context_length_missing_or_zero(tmp_path, monkeypatch, model):
+    """Every tested wheel (0.5.2 … 0.18.0) refuses it at Config() (ortgenai_probes.json)."""
+    from sits_doctor import CheckOptions, check
+
+    (tmp_path / "genai_config.json").write_text('{"model": ' + model + ', "search": {"max_length": 64}}')
+    monkeypatch.chdir(tmp_path)
+    report = check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS201"]))
+    assert [f.message for f in report.findings] == [
+        "model context_length is 0 or was not set: ORT GenAI fails to load the config"]
+
+
+def test_message_says_an_object(tmp_path, monkeypatch):
+    from sits_doctor import CheckOptions, check
+
+    (tmp_path / "genai_config.json").write_text(
+        '{"model": {"type": "llama", "context_length": 64, "vocab_size": {"a": 1}}}')
+    monkeypatch.chdir(tmp_path)
+    (f,) = check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS201"])).findings
+    assert "but saw an object" in f.message

@@ -448,7 +448,7 @@ def test_fail_ortgenai_unknown_top_level_scalar_is_ignored_warning(genai):
         'genai_config.json:20:3: SITS204 [warning] top-level "max_length" is silently ignored by ORT GenAI '
         "(it reads only model, search, speculative and engine)"
     )
-    assert genai[20].fix_hint == 'did you mean "search.max_length"?'
+    assert genai[20].fix_hint == "move it under search (ORT GenAI reads it there)"
     assert genai[21].severity is Severity.WARNING
     assert genai[21].fix_hint == "move it into the section it belongs to, or remove it"
 
@@ -554,3 +554,13 @@ def test_vllm_table_matches_the_source_releases():
         if change.added:
             before = [v for v in scanned if v < present[0]]
             assert present[0] == Version(change.added) and before, (flag, present[0])
+
+
+def test_ortgenai_legacy_top_level_dims_belong_under_decoder(tmp_path, monkeypatch):
+    from sits_doctor import CheckOptions, check
+
+    (tmp_path / "genai_config.json").write_text(
+        '{"hidden_size": 3072, "model": {"type": "phi3", "context_length": 4096}}')
+    monkeypatch.chdir(tmp_path)
+    (f,) = check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS204"])).findings
+    assert f.fix_hint == "move it under model.decoder (ORT GenAI reads it there)"
