@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from sits_doctor.rules import RULES
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,3 +48,46 @@ def test_sample_output_is_what_the_command_prints(hermetic, update_snapshots):
         (REPO / "README.md").write_text(README.replace(block, new_block), encoding="utf-8")
         return
     assert shown == result.stdout.rstrip()
+
+
+def _transcript(marker: str) -> tuple[str, str]:
+    block = README.split(f"<!-- {marker}:start -->", 1)[1].split(f"<!-- {marker}:end -->", 1)[0]
+    return block, block.strip().removeprefix("```text\n").removesuffix("```").rstrip("\n")
+
+
+def _play(body: str, cwd: Path) -> str:
+    """Run each ``$ `` line of a transcript in ``cwd``; return the transcript with real output."""
+    import shutil
+
+    from conftest import run_cli
+
+    out = []
+    for line in body.splitlines():
+        if not line.startswith("$ "):
+            continue
+        out.append(line)
+        words = line[2:].split()
+        if words[0] == "cp":
+            shutil.copy(cwd / words[1], cwd / words[2])
+            continue
+        assert words[0] == "sits-doctor"
+        result = run_cli(*words[1:], cwd=cwd, env={"NO_COLOR": "1"})
+        assert result.exit_code in (0, 1), result.stderr
+        if result.stdout.rstrip():
+            out.append(result.stdout.rstrip())
+    return "\n".join(out)
+
+
+@pytest.mark.parametrize("marker", ["fix-sample", "apply-sample"])
+def test_fix_samples_are_what_the_commands_print(marker, hermetic, tmp_path, update_snapshots):
+    """The README's fix transcripts are real output, run on a copy of fixtures/."""
+    import shutil
+
+    shutil.copytree(REPO / "fixtures", tmp_path / "fixtures")
+    block, body = _transcript(marker)
+    played = _play(body, tmp_path)
+    if update_snapshots:
+        text = (REPO / "README.md").read_text(encoding="utf-8")
+        (REPO / "README.md").write_text(text.replace(block, f"\n```text\n{played}\n```\n"), encoding="utf-8")
+        return
+    assert body == played
