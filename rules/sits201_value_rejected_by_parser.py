@@ -73,14 +73,14 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
 
 
 def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
-    setting = plan.get("max_model_len")
+    setting = fw.max_model_len_setting(plan)
     if setting is None or setting.templated or not isinstance(setting.raw, str):
         return
     text = setting.raw.strip()
     if re.fullmatch(r"-?\d+", text) or text in ("auto",):
         return
     if re.fullmatch(r"\d+(\.\d+)?[kmgKMG]", text) and V(ctx.target.version) < V(fw.HUMAN_INT):
-        number = plan.value("max_model_len")
+        number = setting.value
         yield RULE.finding(
             plan, setting,
             f"max_model_len {text!r} uses a size suffix, which vLLM {ctx.target.version} does not read "

@@ -57,7 +57,8 @@ from sits_doctor.finding import Finding, Safety, Severity
 from sits_doctor.fixes import config as edit
 from sits_doctor.plan import Plan
 from sits_doctor.rule import Rule
-from sits_doctor.frameworks.vllm_max_model_len import allow_long_max_model_len, derived_max_model_len
+from sits_doctor.frameworks import vllm as fw
+from sits_doctor.frameworks.vllm_max_model_len import allow_long_max_model_len
 
 RULE = Rule(
     code="SITS202",
@@ -71,7 +72,7 @@ RULE = Rule(
 
 def subject(plan: Plan, ctx):
     """The max_model_len this rule would check (None: unset, "auto", -1 or not a number)."""
-    setting = plan.get("max_model_len")
+    setting = fw.max_model_len_setting(plan)
     if setting is None or setting.templated:
         return None
     requested = setting.value
@@ -87,8 +88,7 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     setting, _ = found
     requested = setting.value
     version = ctx.target.version
-    disable_sw = plan.value("disable_sliding_window") is True
-    derived = derived_max_model_len(plan.model, version, disable_sliding_window=disable_sw)
+    derived = fw.derived_max_len(plan, version)
     if requested <= derived.value:
         return
     if derived.model_max_length is not None and requested <= derived.model_max_length:

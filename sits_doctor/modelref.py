@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sits_doctor.errors import InputError
+from sits_doctor.frameworks import vllm as fw
 from sits_doctor.plan import ModelFacts, Plan, Setting
 
 
@@ -43,7 +44,7 @@ class ModelResolver:
                 return self._with_overrides(self._load(candidate / "config.json"), plan), None
             if candidate.is_file() and candidate.suffix == ".json":
                 return self._with_overrides(self._load(candidate), plan), None
-        cached = _from_hf_cache(name, plan.value("revision"))
+        cached = _from_hf_cache(name, plan.value(fw.REVISION))
         if cached is not None:
             return self._with_overrides(self._load(cached), plan), None
         return None, (
@@ -69,7 +70,7 @@ class ModelResolver:
         """Apply ``hf_overrides`` (a mapping, a JSON string, or ``--hf-overrides.key=value``)."""
         found: dict[str, Setting] = {}
         for key, setting in plan.settings.items():
-            name = key.removeprefix("hf_overrides.")
+            name = key.removeprefix(fw.HF_OVERRIDES + ".")
             if name != key and "." not in name and not setting.templated:
                 found[name] = setting.with_(key=name)
         if not found:

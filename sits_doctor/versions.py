@@ -14,8 +14,13 @@ from packaging.version import InvalidVersion, Version
 
 from sits_doctor.plan import Framework, Plan, Target
 
-# Newest releases the research in shared/research/ covers (vllm-hf-facts.md, trtllm-ortgenai-facts.md).
-NEWEST_KNOWN: dict[str, str] = {"vllm": "0.33.0", "trtllm": "1.2.0", "ortgenai": "0.18.0", "hf": "5.24.0"}
+from sits_doctor.frameworks import ortgenai as _oga
+from sits_doctor.frameworks import transformers as _tf
+from sits_doctor.frameworks import trtllm as _trt
+from sits_doctor.frameworks import vllm as _vllm
+
+# Newest releases the knowledge modules cover.
+NEWEST_KNOWN: dict[str, str] = {"vllm": _vllm.NEWEST, "trtllm": _trt.NEWEST, "ortgenai": _oga.NEWEST, "hf": _tf.NEWEST}
 PACKAGES: dict[str, str] = {"vllm": "vllm", "trtllm": "tensorrt_llm", "ortgenai": "onnxruntime-genai", "hf": "transformers"}
 ALIASES: dict[str, str] = {
     "vllm": "vllm",

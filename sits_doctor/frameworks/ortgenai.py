@@ -8,6 +8,8 @@ The strict parser's schema is sits_doctor/schemas/ortgenai.py. Defaults from ``s
 
 from __future__ import annotations
 
+NEWEST = "0.18.0"  # the newest release this module's knowledge covers
+
 CONFIG_H = "src/config.h"
 
 

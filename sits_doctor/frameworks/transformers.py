@@ -7,7 +7,8 @@ and ``"paged"`` from 5.0; ``validate()`` runs in ``GenerationConfig.__init__``).
 
 from __future__ import annotations
 
-from sits_doctor.versions import V
+NEWEST = "5.24.0"  # the newest release this module's knowledge covers
+
 
 _CACHE_BASE = {"static", "offloaded_static", "sliding_window", "hybrid", "mamba", "quantized"}
 STATIC_CACHE_ALIASES = frozenset(
@@ -36,6 +37,8 @@ def cache_implementations(version: str) -> frozenset[str] | None:
     Between two sampled releases a value counts as accepted if either accepts it (we do not know
     where in between it changed); before the first sampled release nothing is judged.
     """
+    from sits_doctor.versions import V
+
     ver = V(version)
     below = [(V(v), values) for v, values in CACHE_IMPLEMENTATIONS if V(v) <= ver]
     above = [values for v, values in CACHE_IMPLEMENTATIONS if V(v) > ver]

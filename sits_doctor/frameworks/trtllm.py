@@ -8,6 +8,8 @@ release notes' "API Changes" (``docs/source/release-notes.md``) and v1.0.0rc2 (#
 
 from __future__ import annotations
 
+NEWEST = "1.2.0"  # the newest release this module's knowledge covers
+
 LLMAPI_STRICT = "1.0"  # LLM-API options are pydantic StrictBaseModels: unknown keys fail at startup
 
 # Keys only an LLM-API options file has (1.x names and the pre-1.0 ones), used to sniff it.

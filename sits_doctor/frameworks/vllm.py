@@ -29,6 +29,7 @@ ROPE_PARAMETERS = "0.12.0"  # rope_parameters (transformers v5) read; the factor
 YARN_EXEMPT = "0.30.0"  # yarn/deepseek_yarn no longer scale the derived max_model_len
 GEMMA3_EXEMPT = "0.8.0"  # gemma3 models skip RoPE scaling of max_model_len
 
+NEWEST = "0.33.0"  # the newest release this module's tables cover
 ENV_ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 ENV_ATTENTION_BACKEND = "VLLM_ATTENTION_BACKEND"
 SERVE_SUBCOMMAND = "serve"
@@ -164,10 +165,21 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
 )}
 
 SHORTHANDS: dict[str, str] = {s: o.name for o in OPTIONS.values() for s in o.short}
+# Names the loaders and rules need by role (so no other module spells an option).
+MODEL = "model"
+REVISION = "revision"
+HF_OVERRIDES = "hf_overrides"
+MAX_MODEL_LEN = "max_model_len"
+DISABLE_SLIDING_WINDOW = "disable_sliding_window"
+OPTIMIZATION_LEVEL = "optimization_level"  # -O<n>
+# Words a broken file must contain to be reported as a broken vLLM config while walking.
+SNIFF_WORDS = ("vllm", MAX_MODEL_LEN, "max-model-len", "tensor_parallel", "tensor-parallel")
 HELM_FLAGS: dict[str, Option] = {o.helm: o for o in OPTIONS.values() if o.helm}
 # production-stack's template spells these two with underscores; argparse accepts either.
 HELM_UNDERSCORE = frozenset({"gpu_memory_utilization", "max_loras"})
 HELM_BOOL_KEYS = {"enableChunkedPrefill": "enable_chunked_prefill", "enablePrefixCaching": "enable_prefix_caching"}
+HELM_ALWAYS_WRITTEN = "enablePrefixCaching"  # the chart writes --no-enable-prefix-caching unless it is true
+HELM_SPEC_FLAGS = {"enableLoRA": "enable_lora"}  # modelSpec keys (outside vllmConfig) that add a flag
 # CompilationConfig fields that moved or went away.
 COMPILATION_MAX_CAPTURE_SIZE = "compilation_config.max_capture_size"
 
@@ -278,7 +290,7 @@ def effective(plan, target, model_dims=None):
         model_dtype = model_dims.dtype if model_dims is not None else None
         kv_dtype = (Value.derived(model_dtype.value, f"kv_cache_dtype auto: the model dtype ({model_dtype.prov})")
                     if model_dtype is not None else default("auto"))
-    max_len = val("max_model_len")
+    max_len = val(MAX_MODEL_LEN)
     if max_len is not None and not isinstance(max_len.value, int):
         max_len = None
     if max_len is None or max_len.value == -1:
@@ -310,13 +322,23 @@ def effective(plan, target, model_dims=None):
     )
 
 
+def max_model_len_setting(plan):
+    return plan.settings.get(MAX_MODEL_LEN)
+
+
+def derived_max_len(plan, version):
+    """vLLM's derivation for this plan's model (the sliding-window switch included)."""
+    from sits_doctor.frameworks.vllm_max_model_len import derived_max_model_len
+
+    return derived_max_model_len(plan.model, version, disable_sliding_window=plan.value(DISABLE_SLIDING_WINDOW) is True)
+
+
 def _derived_max_len(plan, version):
     from sits_doctor.facts import Value
-    from sits_doctor.frameworks.vllm_max_model_len import derived_max_model_len
 
     if plan.model is None:
         return None
-    d = derived_max_model_len(plan.model, version, disable_sliding_window=plan.value("disable_sliding_window") is True)
+    d = derived_max_len(plan, version)
     if d.value == float("inf"):
         return None
     steps = "; ".join(d.steps)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from sits_doctor.errors import InputError, Notice
+from sits_doctor.frameworks import vllm as vllm_fw
 from sits_doctor.loaders import compose, helm, hf, kubernetes, ortgenai, trtllm, vllm
 from sits_doctor.plan import Plan
 from sits_doctor.source import SourceDoc, display_path, parse_json, read_text
@@ -143,10 +144,9 @@ def parse_docs(text: str, path: Path, display: str) -> list[SourceDoc]:
 
 
 # Words a deployment config we read would contain; a broken file without any is not ours.
-_CONFIG_MARKERS = (
-    "vllm", "max_model_len", "max-model-len", "servingEngineSpec", "pretrained_config",
-    "build_config", "context_length", "genai", "architectures", "model_type", "kv_cache_config",
-    "cuda_graph", "tensor_parallel", "tensor-parallel",
+_CONFIG_MARKERS = vllm_fw.SNIFF_WORDS + (
+    "servingEngineSpec", "pretrained_config", "build_config", "context_length", "genai", "architectures",
+    "model_type", "kv_cache_config", "cuda_graph",
 )
 _CONFIG_NAMES = frozenset({"config.json", "genai_config.json", "generation_config.json", "hf_quant_config.json"})
 

@@ -48,15 +48,16 @@ def _model_plan(doc: SourceDoc, spec: dict, pointer: str) -> Plan | None:
     tokens = [Token("vllm", anchor_tok.prov), anchor_tok]
     if "modelURL" in spec:
         tokens.append(tok(spec["modelURL"], join_pointer(pointer, "modelURL")))
-    if spec.get("enableLoRA"):
-        tokens.append(tok("--enable-lora", join_pointer(pointer, "enableLoRA"), key=True))
+    for helm_key, name in fw.HELM_SPEC_FLAGS.items():
+        if spec.get(helm_key):
+            tokens.append(tok(fw.flag_of(name), join_pointer(pointer, helm_key), key=True))
     cfg = spec.get("vllmConfig")
     cfg_ptr = join_pointer(pointer, "vllmConfig")
     if isinstance(cfg, dict) and cfg:
         for helm_key, name in fw.HELM_BOOL_KEYS.items():
             ptr = join_pointer(cfg_ptr, helm_key)
             # the chart writes --no-enable-prefix-caching unless the value says true
-            if helm_key in cfg or name == "enable_prefix_caching":
+            if helm_key in cfg or helm_key == fw.HELM_ALWAYS_WRITTEN:
                 on = bool(cfg.get(helm_key))
                 flag = fw.flag_of(name) if on else "--no-" + fw.flag_of(name)[2:]
                 tokens.append(tok(flag, ptr if helm_key in cfg else cfg_ptr, key=True))

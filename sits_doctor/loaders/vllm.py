@@ -36,7 +36,7 @@ def plan_from_config_yaml(doc: SourceDoc) -> Plan:
         file=doc.path,
         anchor=Provenance.at(doc, "", key=False),
         settings=settings,
-        model_ref=settings.get("model"),
+        model_ref=settings.get(fw.MODEL),
         doc=doc,
     )
 
@@ -64,11 +64,11 @@ def plan_from_command(
         return None
     args, how = found
     settings, positional = parse_args(args, doc)
-    model_ref = settings.get("model")
+    model_ref = settings.get(fw.MODEL)
     if model_ref is None and positional:
         first = positional[0]
         model_ref = Setting(
-            key="model", raw_key="model", value=first.text, raw=first.text, prov=first.prov,
+            key=fw.MODEL, raw_key=fw.MODEL, value=first.text, raw=first.text, prov=first.prov,
             templated=first.templated, site=site_of(doc, [first]),
         )
     args_site = None

@@ -137,7 +137,7 @@ def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[
         templated = tok.templated
         used = [tok]
         if re.fullmatch(r"-O\d+", name):
-            key, value = "optimization_level", int(name[2:])
+            key, value = fw.OPTIMIZATION_LEVEL, int(name[2:])
         else:
             head, dot, rest = name.partition(".")
             if head in fw.SHORTHANDS:
