@@ -12,7 +12,6 @@ do not own), the fix is display-only and says why.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -257,6 +256,8 @@ def _remove_words(doc: SourceDoc, words: tuple[Word, ...]) -> Edit:
 # --- writing values and keys in the file's style -----------------------------------------------
 
 def _key_text(doc: SourceDoc, pos: Pos, key: str) -> str:
+    import json
+
     if doc.fmt == "json":
         return json.dumps(key, ensure_ascii=False)
     quote = doc.text[pos.key_start: pos.key_start + 1]
@@ -271,6 +272,8 @@ def _key_text(doc: SourceDoc, pos: Pos, key: str) -> str:
 
 def _scalar_text(doc: SourceDoc, pos: Pos | None, value: Any) -> str:
     """``value`` as a JSON or YAML scalar, keeping the quote style written there."""
+    import json
+
     if doc.fmt == "json" or value is None or isinstance(value, (bool, int, float)):
         if doc.fmt != "json" and isinstance(value, bool):
             return "true" if value else "false"
@@ -293,6 +296,8 @@ def _looks_numeric(text: str) -> bool:
 
 
 def _plain_value(value: Any) -> str:
+    import json
+
     text = json.dumps(value) if isinstance(value, (bool, dict, list)) or value is None else str(value)
     if not _plain_shell(text):
         raise CannotEdit("the new value needs shell quoting")

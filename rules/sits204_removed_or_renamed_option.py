@@ -63,7 +63,6 @@ known, in that order; the finding's evidence says which).
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, Iterator
 
 from sits_doctor.finding import Finding, Safety, Severity
@@ -296,5 +295,7 @@ def _pointer(path: list) -> str:
 
 
 def _did_you_mean(key: str, known: set[str], prefix: str = "") -> str | None:
+    import difflib
+
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
     return f'did you mean "{prefix}{close[0]}"?' if close else None

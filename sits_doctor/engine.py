@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from sits_doctor.errors import InputError, Notice
 from sits_doctor.facts import Facts
@@ -19,8 +18,9 @@ from sits_doctor.settings import Settings, clear_caches, find_config, load_setti
 from sits_doctor.versions import parse_target, resolve
 
 
-@dataclass(frozen=True)
-class CheckOptions:
+class CheckOptions(NamedTuple):
+    """What ``check`` does (the CLI options; every field optional)."""
+
     select: Sequence[str] | None = None
     extend_select: Sequence[str] = ()
     ignore: Sequence[str] = ()
@@ -37,16 +37,14 @@ class CheckOptions:
     write_baseline: str | None = None  # record the findings in this file
 
 
-@dataclass(frozen=True)
-class Context:
+class Context(NamedTuple):
     """What a rule knows besides the Plan."""
 
     target: Target
     gpu: str | None = None
 
 
-@dataclass
-class PlanSummary:
+class PlanSummary(NamedTuple):
     label: str
     framework: str
     kind: str
@@ -209,6 +207,8 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
                     continue
                 report.findings.extend(module.check(plan, ctx))
             except Exception as exc:  # a rule bug must not hide other results
+                import traceback
+
                 detail = traceback.format_exc() if opts.debug else repr(exc)
                 report.internal_errors.append(f"{rule.code} crashed on {plan.label}: {detail}")
     unique = {(f.sort_key(), f.plan): f for f in report.findings}  # shared YAML anchors repeat
@@ -222,14 +222,16 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
 def _suppress_and_baseline(report: Report, sources: dict[str, str], opts: CheckOptions, codes_for) -> None:
     """Inline / .sits-doctor-ignore.toml suppressions, then the baseline, then SITS900 for
     suppressions that did nothing (docs/ci.md: these are never baselined)."""
-    from datetime import date
+    result = None
+    if _may_suppress(sources):
+        from datetime import date
 
-    from sits_doctor import suppressions
+        from sits_doctor import suppressions
 
-    result = suppressions.apply(report.findings, sources, date.today())
-    report.errors += result.errors
-    report.suppressed = len(result.suppressed)
-    report.findings = result.kept
+        result = suppressions.apply(report.findings, sources, date.today())
+        report.errors += result.errors
+        report.suppressed = len(result.suppressed)
+        report.findings = result.kept
     if opts.write_baseline or opts.baseline:
         from sits_doctor import baseline
 
@@ -256,11 +258,33 @@ def _suppress_and_baseline(report: Report, sources: dict[str, str], opts: CheckO
                                        f"({entry.message}) matched nothing; remove it or write the baseline again"))
     from sits_doctor.rules.sits900_unused_suppression import RULE as UNUSED
 
-    for p in result.problems:
+    for p in result.problems if result is not None else ():
         if UNUSED.code in codes_for(p.file):
             report.findings.append(Finding(UNUSED.code, UNUSED.name, UNUSED.severity, p.message,
                                            Location(p.file, p.line, p.col, pointer=f"#L{p.line}")))
     report.findings.sort(key=Finding.sort_key)
+
+
+IGNORE_FILE = ".sits-doctor-ignore.toml"  # sits_doctor.suppressions.IGNORE_FILE (kept in step by a test)
+
+
+def _may_suppress(sources: dict[str, str]) -> bool:
+    """Whether any suppression can apply: a file mentions sits-doctor, or an ignore file sits in
+    a checked file's folder or above (importing the suppression machinery costs more than a
+    one-file check)."""
+    if any("sits-doctor" in text for text in sources.values()):
+        return True
+    seen: set[Path] = set()
+    for file in sources:
+        folder = Path(file).resolve().parent
+        while folder not in seen:
+            seen.add(folder)
+            if (folder / IGNORE_FILE).is_file():
+                return True
+            if folder.parent == folder:
+                break
+            folder = folder.parent
+    return False
 
 
 def _ignored_codes(ignored) -> list[str]:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
-
-@dataclass(frozen=True)
 class _Located:
-    path: str
-    message: str
-    line: int | None = None
-    col: int | None = None
+    """A message about a place: a path, and a line and column when known."""
 
     label = "note"
+
+    def __init__(self, path: str, message: str, line: int | None = None, col: int | None = None):
+        self.path, self.message, self.line, self.col = path, message, line, col
 
     def __str__(self) -> str:
         where = self.path
@@ -20,14 +17,25 @@ class _Located:
             where += f":{self.line}:{self.col or 1}"
         return f"{where}: {self.label}: {self.message}"
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.path!r}, {self.message!r}, {self.line!r}, {self.col!r})"
 
-@dataclass(frozen=True)
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and str(other) == str(self)
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, str(self)))
+
+
 class InputError(_Located, Exception):
     """A file or argument that could not be used, with where the problem is."""
 
     label = "error"
 
+    def __init__(self, path: str, message: str, line: int | None = None, col: int | None = None):
+        _Located.__init__(self, path, message, line, col)
+        Exception.__init__(self, path, message, line, col)
 
-@dataclass(frozen=True)
+
 class Notice(_Located):
     """Something the user should know that is not a finding: a skipped value, a chosen target."""

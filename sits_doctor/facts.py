@@ -10,14 +10,13 @@ dicts. A field that nothing sets and whose default sits-doctor does not know is 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Mapping, NamedTuple
 
 from sits_doctor.plan import Provenance, Setting
 
 
-@dataclass(frozen=True, slots=True)
-class Value:
+class Value(NamedTuple):
     value: Any
     prov: Provenance
     setting: Setting | None = None  # the setting that wrote it, when a file did (fixes edit it)
@@ -43,8 +42,7 @@ class Value:
         return f"{self.value} ({self.prov})"
 
 
-@dataclass(frozen=True)
-class ModelDims:
+class ModelDims(NamedTuple):
     """A model's shape, from its config.json (``get_text_config()`` for multimodal models)."""
 
     architecture: Value | None = None
@@ -71,8 +69,7 @@ class ModelDims:
     params: Value | None = None  # parameter count (derived)
 
 
-@dataclass(frozen=True)
-class Serving:
+class Serving(NamedTuple):
     """How the server runs the model."""
 
     max_model_len: Value | None = None
@@ -96,8 +93,7 @@ class Serving:
     speculative: Value | None = None
 
 
-@dataclass(frozen=True)
-class GpuSpec:
+class GpuSpec(NamedTuple):
     """The GPU a deployment runs on (from the coming catalog; unknown is ``None``)."""
 
     name: str
@@ -106,12 +102,11 @@ class GpuSpec:
     source: str = ""
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(NamedTuple):
     model: ModelDims | None = None
     serving: Serving | None = None
     gpu: GpuSpec | None = None
-    missing: dict[str, str] = field(default_factory=dict)  # "model" -> why it is unknown
+    missing: Mapping[str, str] = MappingProxyType({})  # "model" -> why it is unknown
 
 
 def evidence(*values: Value | None) -> list[str]:
@@ -121,4 +116,4 @@ def evidence(*values: Value | None) -> list[str]:
 
 def set_fields(obj) -> dict[str, Value]:
     """The non-None fields of a ModelDims / Serving, by name."""
-    return {f.name: getattr(obj, f.name) for f in fields(obj) if getattr(obj, f.name) is not None}
+    return {name: getattr(obj, name) for name in obj._fields if getattr(obj, name) is not None}

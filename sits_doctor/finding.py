@@ -9,9 +9,8 @@ the right value is a human's choice).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 
 class Severity(str, Enum):
@@ -30,8 +29,7 @@ class Safety(str, Enum):
     DISPLAY = "display"
 
 
-@dataclass(frozen=True, slots=True)
-class Edit:
+class Edit(NamedTuple):
     """Replace ``text[start:end]`` of a file's text with ``new``."""
 
     start: int
@@ -39,14 +37,13 @@ class Edit:
     new: str
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(NamedTuple):
     title: str
     file: str  # display path of the file the edits apply to
     edits: tuple[Edit, ...] = ()
     safety: Safety = Safety.SAFE
     why_not: str | None = None  # set when the fix cannot be applied (then safety is DISPLAY)
-    source: str = field(default="", repr=False, compare=False)  # the text the offsets refer to
+    source: str = ""  # the text the offsets refer to
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -55,8 +52,7 @@ class Fix:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Location:
+class Location(NamedTuple):
     file: str
     line: int = 1
     col: int = 1
@@ -64,8 +60,7 @@ class Location:
     doc: int = 0  # YAML document number (0 for JSON and single-document YAML)
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     code: str
     name: str
     severity: Severity

@@ -15,7 +15,7 @@ from __future__ import annotations
 import difflib
 import os
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
@@ -125,7 +125,7 @@ def fix_paths(paths: Sequence[str | Path], options: CheckOptions, *, unsafe: boo
             result.new = new
             result.fixed += chosen
             texts[resolved] = new
-        report = check(paths, replace(options, texts=dict(texts)))
+        report = check(paths, options._replace(texts=dict(texts)))
     else:
         for resolved in {Path(fx.file).resolve() for f in report.findings for fx in f.fixes
                          if fx.edits and applicable(fx, unsafe)}:
@@ -143,7 +143,7 @@ def fix_paths(paths: Sequence[str | Path], options: CheckOptions, *, unsafe: boo
                 except InputError as err:
                     r.problem = err.message
                     result.errors.append(err)
-        result.report = check(paths, replace(options, texts=None))
+        result.report = check(paths, options._replace(texts=None))
     return result
 
 

@@ -7,14 +7,15 @@ entry, command-line words in a list or in a shell string, a Helm value, an envir
 which is what a fix needs to edit it. A Plan's ``anchor`` is the mapping (or argument list) where
 an option that is missing would have to be added, so findings about missing keys point there.
 
-These are plain frozen dataclasses: they are built by our own loaders, not validated from user
-input, and pydantic's model building would cost more than a whole one-file check.
+The small values are named tuples and the containers plain dataclasses: they are built by our
+own loaders, not validated from user input, and building pydantic models (or dozens of frozen
+dataclasses) at import would cost more than a whole one-file check.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from sits_doctor.source import SourceDoc
 
@@ -28,8 +29,7 @@ FRAMEWORK_NAMES: dict[str, str] = {
 SiteKind = Literal["mapping", "argv", "shell", "helm", "env"]
 
 
-@dataclass(frozen=True, slots=True)
-class Provenance:
+class Provenance(NamedTuple):
     """Where a value came from."""
 
     kind: Literal["file", "default", "derived"] = "file"
@@ -64,8 +64,7 @@ class Provenance:
         return cls(kind="derived", note=note)
 
 
-@dataclass(frozen=True, slots=True)
-class Word:
+class Word(NamedTuple):
     """One command-line word as written: its text after shell quoting is removed, and where its
     characters sit in the file (``start``/``end``: offsets of the word *as written*, quotes
     included; -1 when the word cannot be located exactly, e.g. inside a folded YAML scalar)."""
@@ -77,8 +76,7 @@ class Word:
     quote: str = ""  # the quote character the word is written in, if it is quoted as a whole
 
 
-@dataclass(frozen=True, slots=True)
-class Site:
+class Site(NamedTuple):
     """How a setting is written, for edits.
 
     - ``mapping``: a key in a YAML/JSON mapping (``pointer`` is the entry; the key and value
@@ -92,30 +90,28 @@ class Site:
     """
 
     kind: SiteKind
-    doc: SourceDoc | None = field(default=None, repr=False, compare=False)
+    doc: SourceDoc | None = None
     pointer: str = ""
     words: tuple[Word, ...] = ()
     inline: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Setting:
+class Setting(NamedTuple):
     """One option as the framework sees it."""
 
     key: str  # normalized: "max_model_len", "compilation_config.cudagraph_mode"
     raw_key: str  # as written: "--max-model-len", "max-model-len", "maxModelLen"
     value: Any = None  # parsed the way the framework parses it
     raw: Any = None  # as written
-    prov: Provenance = field(default_factory=Provenance)
+    prov: Provenance = Provenance()
     templated: bool = False  # came from a Helm {{ }} or a shell $VAR: value unknown
     site: Site | None = None  # how it is written (None: a default or a derivation)
 
     def with_(self, **changes: Any) -> "Setting":
-        return replace(self, **changes)
+        return self._replace(**changes)
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(NamedTuple):
     """The framework version rules judge against, and how it was chosen."""
 
     framework: Framework
@@ -134,9 +130,9 @@ class ModelFacts:
     path: str
     data: dict[str, Any]
     text_pointer: str = ""  # "" or "/text_config" (transformers' get_text_config())
-    doc: SourceDoc | None = field(default=None, repr=False, compare=False)
-    generation: SourceDoc | None = field(default=None, repr=False, compare=False)
-    quant: SourceDoc | None = field(default=None, repr=False, compare=False)
+    doc: SourceDoc | None = None
+    generation: SourceDoc | None = None
+    quant: SourceDoc | None = None
     overrides: dict[str, Setting] = field(default_factory=dict)  # vLLM hf_overrides
 
     @property

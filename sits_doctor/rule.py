@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from types import ModuleType
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from sits_doctor.finding import Finding, Fix, Location, Severity
 from sits_doctor.plan import Plan, Provenance, Setting
@@ -13,8 +12,7 @@ from sits_doctor.plan import Plan, Provenance, Setting
 DOC_SECTIONS = ("What it does", "Why it hurts", "Example", "Fix", "How it is measured", "Sources")
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     code: str  # SITS202
     name: str  # kebab-case: max-model-len-exceeds-model
     summary: str  # one line, shown by `sits-doctor rules`

@@ -13,30 +13,25 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping, NamedTuple, Sequence
 
 from sits_doctor.errors import InputError
 from sits_doctor.finding import Severity
 from sits_doctor.source import display_path
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
-
 CONFIG_NAMES = (".sits-doctor.toml", "pyproject.toml")
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(NamedTuple):
     """The settings that apply to a file (all defaults when no settings file is found)."""
 
     select: list[str] | None = None
-    extend_select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
+    extend_select: Sequence[str] = ()
+    ignore: Sequence[str] = ()
     fail_on: Severity | None = None
-    target: list[str] = field(default_factory=list)
-    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    target: Sequence[str] = ()
+    per_file_ignores: Mapping[str, Sequence[str]] = MappingProxyType({})
     model_config_path: str | None = None
     root: Path | None = None  # folder of the config file
     source: str | None = None  # the config file itself
@@ -76,6 +71,11 @@ def _find_in(folder: Path) -> Path | None:
 
 @lru_cache(maxsize=None)
 def load_settings(path: Path) -> Settings:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+
     shown = display_path(path)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -95,7 +95,7 @@ def load_settings(path: Path) -> Settings:
         )
         raise InputError(shown, f"invalid sits-doctor settings: {problems}") from None
     values = {name: getattr(model, name) for name in type(model).model_fields}
-    return replace(Settings(**values), root=path.parent, source=str(path))
+    return Settings(**values)._replace(root=path.parent, source=str(path))
 
 
 @lru_cache(maxsize=None)

@@ -11,13 +11,12 @@ merge-conflicted) with an :class:`InputError` that names the line and column.
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sits_doctor.errors import InputError
 
@@ -28,8 +27,7 @@ MAX_NODES = 200_000
 _CONFLICT = re.compile(r"^(<<<<<<<|=======|>>>>>>>)( |$)", re.MULTILINE)
 
 
-@dataclass(frozen=True, slots=True)
-class Pos:
+class Pos(NamedTuple):
     """Where a value (and its key, if any) sits: 1-based line/column for display, and ``[start,
     end)`` character offsets into the document text for edits (-1 when unknown).
 
@@ -154,6 +152,8 @@ def read_text(path: Path, display: str) -> str:
 
 def parse_json(text: str, display: str) -> SourceDoc:
     """Parse JSON, with positions for every pointer; duplicate keys and deep nesting are errors."""
+    import json
+
     _check_json_depth(text, display)
     try:
         data = json.loads(text)
@@ -192,6 +192,9 @@ class _JsonIndexer:
         self.positions: dict[str, Pos] = {}
 
     def run(self) -> dict[str, Pos]:
+        from json.decoder import scanstring
+
+        self.scanstring = scanstring
         i = _WS.match(self.text, 0).end()
         self._value(i, "", None)
         return self.positions
@@ -206,7 +209,7 @@ class _JsonIndexer:
         elif c == "[":
             end = self._array(i + 1, pointer)
         elif c == '"':
-            end = json.decoder.scanstring(self.text, i + 1)[1]
+            end = self.scanstring(self.text, i + 1)[1]
         else:
             for word in ("true", "false", "null", "NaN", "Infinity", "-Infinity"):
                 if self.text.startswith(word, i):
@@ -230,7 +233,7 @@ class _JsonIndexer:
             return i + 1
         while True:
             key_at = i
-            key, i = json.decoder.scanstring(self.text, i + 1)
+            key, i = self.scanstring(self.text, i + 1)
             if key in seen:
                 line, col = self.lines.linecol(key_at)
                 raise InputError(self.display, f"duplicate key {key!r}", line, col)

@@ -59,3 +59,9 @@ def test_no_vllm_option_or_version_literal_outside_frameworks(path: Path):
         elif VERSION.fullmatch(value) and rel not in NOT_FRAMEWORK_VERSIONS:
             found.append(f"{rel}:{line}: version {value!r}")
     assert found == [], "move these into sits_doctor/frameworks/: " + "; ".join(found)
+
+
+def test_engine_knows_the_ignore_file_name():
+    from sits_doctor import engine, suppressions
+
+    assert engine.IGNORE_FILE == suppressions.IGNORE_FILE

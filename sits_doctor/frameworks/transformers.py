@@ -148,8 +148,6 @@ def _top(model, key):
 def _with_params(dims, tie_embeddings=None):
     """Add a parameter-count estimate for a dense decoder: embeddings (input and output) plus, per
     layer, the Q/K/V/O projections and a gated MLP. MoE and MLA models are left unestimated."""
-    from dataclasses import replace
-
     from sits_doctor.facts import Value
 
     need = (dims.layers, dims.hidden, dims.heads, dims.kv_heads, dims.head_dim, dims.intermediate, dims.vocab)
@@ -164,4 +162,4 @@ def _with_params(dims, tie_embeddings=None):
            else "tie_word_embeddings not stated: counted twice")
     note = (f"{'vocab' if tied else '2·vocab'}·hidden + layers·(attention {attn} + gated MLP {mlp}) of the "
             f"text model (embeddings {how}; norms, biases and vision towers left out)")
-    return replace(dims, params=Value.derived(total, note))
+    return dims._replace(params=Value.derived(total, note))

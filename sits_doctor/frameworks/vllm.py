@@ -11,9 +11,8 @@ presence of each flag per release is in tests/data/vllm_flags.json (tools/scan_v
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 # --- named cut-offs (first version with the behaviour) ---------------------------------------
 V1_DEFAULT = "0.8.0"  # V1 engine default: prefix caching and chunked prefill on
@@ -36,8 +35,7 @@ SERVE_SUBCOMMAND = "serve"
 API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"})
 
 
-@dataclass(frozen=True)
-class Option:
+class Option(NamedTuple):
     """One engine/server option. ``kind``: how the parser reads the value — bool (no value, a
     ``--no-`` form from 0.8.5), int, float, str, list (nargs="+"), json (a JSON object/list or a
     dotted field), human_int (int with k/M/G suffixes from 0.8.4)."""

@@ -14,14 +14,13 @@ so a word's offsets in the script become offsets in the file where they are exac
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "(", ")")
 _BLANK = " \t\r"
 
 
-@dataclass(frozen=True, slots=True)
-class ShellWord:
+class ShellWord(NamedTuple):
     text: str  # the word with quoting removed
     start: int  # offset in the script of the word as written
     end: int

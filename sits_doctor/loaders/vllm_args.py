@@ -9,10 +9,8 @@ words it was written with (:class:`~sits_doctor.plan.Site`), so a fix can edit t
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from sits_doctor.frameworks import vllm as fw
 from sits_doctor.plan import Provenance, Setting, Site, Word
@@ -23,8 +21,7 @@ _HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kmgKMG]?)$")
 _SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?")  # $VAR, ${VAR}, k8s $(VAR)
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """One command-line word and where it was written."""
 
     text: str
@@ -59,6 +56,8 @@ def parse_human_int(value: Any) -> int | str:
 
 def coerce(key: str, value: Any) -> Any:
     """Parse a value the way vLLM's arg parser would, leaving unparseable text as it is."""
+    import json
+
     base = key.partition(".")[0]
     kind = fw.kind_of(base)
     if kind == "human_int" and "." not in key:

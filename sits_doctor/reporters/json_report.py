@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 
 from sits_doctor import __version__
 from sits_doctor.engine import Report
@@ -25,7 +24,7 @@ def render(report: Report) -> str:
         "errors": [{"file": e.path, "line": e.line, "col": e.col, "message": e.message} for e in report.errors],
         "internal_errors": report.internal_errors,
         "notices": [{"file": n.path, "line": n.line, "col": n.col, "message": n.message} for n in report.notices],
-        "deployments": [asdict(p) for p in report.plans],
+        "deployments": [p._asdict() for p in report.plans],
         "skipped": [{"file": f, "why": why} for f, why in report.skipped_files],
         "suppressed": report.suppressed,
         "baselined": report.baselined,
