@@ -1,11 +1,14 @@
 """How fast is the static ``check``? Times the real CLI (a fresh interpreter per run, as a CI gate
-or pre-commit hook would start it) on one file and on a directory of generated configs, and lists
-what the one-file run imports.
+or pre-commit hook would start it) on one file, next to yamllint on the same file in the same
+run (the two alternate, so machine noise hits both alike), and on a directory of generated
+configs; lists what the one-file run imports.
 
-    python bench/cli_speed.py [--files 1000] [--repeats 7] [--out bench/results]
+    python bench/cli_speed.py [--files 1000] [--repeats 21] [--out bench/results]
 
-Writes ``cli_speed.json`` and ``cli_speed.md`` under ``--out``, with the machine, Python and git
-commit they were measured on.
+The CLI is timed from a fresh virtual environment with a regular (not editable) install of this
+checkout and yamllint (``pip install . yamllint``, made once per run in a temporary folder): an
+editable install's import hook adds about 40 ms to every start. Writes ``cli_speed.json`` and
+``cli_speed.md`` under ``--out``, with the machine, Python and git commit they were measured on.
 """
 
 from __future__ import annotations
@@ -95,13 +98,26 @@ def generate(root: Path, n: int) -> int:
     return written
 
 
-def cli(*args: str, cwd: Path | None = None) -> float:
+BIN: Path = Path(sys.executable).parent  # replaced by the temporary venv's bin/ in main()
+
+
+def timed(cmd: list[str], cwd: Path | None = None, ok=(0, 1)) -> float:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "sits_doctor", *args], cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=cwd or Path(tempfile.gettempdir()), capture_output=True, text=True)
     elapsed = time.perf_counter() - start
-    if proc.returncode not in (0, 1):
-        raise SystemExit(f"check failed ({proc.returncode}): {proc.stderr}")
+    if proc.returncode not in ok:
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {proc.stderr}")
     return elapsed
+
+
+def cli(*args: str, cwd: Path | None = None) -> float:
+    return timed([str(BIN / "sits-doctor"), *args], cwd)
+
+
+def make_venv(root: Path) -> Path:
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+    subprocess.run([str(root / "bin" / "pip"), "install", "-q", str(REPO), "yamllint"], check=True)
+    return root / "bin"
 
 
 def imports_of_one_file_check() -> list[str]:
@@ -113,7 +129,8 @@ def imports_of_one_file_check() -> list[str]:
         "except SystemExit: pass\n"
         "print('\\n'.join(sorted({m.split('.')[0] for m in set(sys.modules) - base})))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO).stdout
+    out = subprocess.run([str(BIN / "python"), "-c", code], capture_output=True, text=True,
+                         cwd=tempfile.gettempdir()).stdout
     return [line for line in out.splitlines() if line and ":" not in line]
 
 
@@ -137,18 +154,27 @@ def machine() -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--files", type=int, default=1000)
-    ap.add_argument("--repeats", type=int, default=7)
+    ap.add_argument("--repeats", type=int, default=21)
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     args = ap.parse_args()
 
+    global BIN
+    venv = tempfile.TemporaryDirectory()
+    BIN = make_venv(Path(venv.name) / "venv")
     baseline = [cli("--version") for _ in range(args.repeats)]
-    one = [cli("check", str(ONE_FILE), "-q") for _ in range(args.repeats)]
+    one, yl = [], []
+    for _ in range(args.repeats):  # alternate, so that noise hits both alike
+        one.append(cli("check", str(ONE_FILE), "-q"))
+        yl.append(timed([str(BIN / "yamllint"), str(ONE_FILE)], ok=(0, 1)))
     with tempfile.TemporaryDirectory() as tmp:
         n = generate(Path(tmp), args.files)
-        many = [cli("check", ".", "-q", cwd=Path(tmp)) for _ in range(max(3, args.repeats // 2))]
+        many = [cli("check", ".", "-q", cwd=Path(tmp)) for _ in range(max(3, args.repeats // 4))]
+    yamllint_version = subprocess.run([str(BIN / "yamllint"), "--version"], capture_output=True, text=True).stdout.strip()
     result = {
         "machine": machine(),
         "one_file": {"file": str(ONE_FILE.relative_to(REPO)), "median_s": statistics.median(one), "runs_s": one},
+        "yamllint_one_file": {"version": yamllint_version, "median_s": statistics.median(yl), "runs_s": yl},
+        "ratio_to_yamllint": statistics.median(one) / statistics.median(yl),
         "startup_only": {"command": "sits-doctor --version", "median_s": statistics.median(baseline)},
         "directory": {"files": n, "median_s": statistics.median(many), "runs_s": many,
                       "files_per_s": n / statistics.median(many)},
@@ -162,13 +188,16 @@ def main() -> None:
         "",
         f"Measured {m['date']} on {m['cpu']} ({m['cores']} cores), Python {m['python']}, "
         f"{m['platform']}, git {m['git']}, by `python bench/cli_speed.py`. Each run is a fresh "
-        "interpreter (`python -m sits_doctor ...`), as in CI; times are medians of the runs listed in "
-        "cli_speed.json.",
+        "interpreter (the `sits-doctor` entry point of a regular `pip install .` in a new venv), as in "
+        "CI; times are medians of the runs listed in cli_speed.json; sits-doctor and yamllint runs "
+        "alternate.",
         "",
         "| what | median wall time |",
         "|---|---|",
         f"| interpreter + CLI start (`--version`) | {result['startup_only']['median_s'] * 1000:.0f} ms |",
         f"| `check` one file ({result['one_file']['file']}) | {result['one_file']['median_s'] * 1000:.0f} ms |",
+        f"| {yamllint_version} on the same file, same run | {result['yamllint_one_file']['median_s'] * 1000:.0f} ms |",
+        f"| ratio sits-doctor / yamllint | {result['ratio_to_yamllint']:.2f} |",
         f"| `check` a directory of {n} generated configs | {result['directory']['median_s']:.2f} s "
         f"({result['directory']['files_per_s']:.0f} files/s) |",
         "",

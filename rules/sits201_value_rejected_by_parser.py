@@ -83,7 +83,7 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
         number = setting.value
         yield RULE.finding(
             plan, setting,
-            f"max_model_len {text!r} uses a size suffix, which vLLM {ctx.target.version} does not read "
+            f"max_model_len {text!r} uses a size suffix, which {ctx.target.name} does not read "
             f"(from {fw.HUMAN_INT}): startup fails (argument --max-model-len: invalid int value)",
             evidence=[f"target: {ctx.target}"],
             fix_hint=f"write it as a plain number: {number}",

@@ -115,7 +115,7 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         return
     yield RULE.finding(
         plan, setting,
-        f"max_model_len {requested} exceeds the {limit} that vLLM {version} derives from the model; "
+        f"max_model_len {requested} exceeds the {limit} that {ctx.target.name} derives from the model; "
         f"startup fails with ValueError: {vllm_message}",
         evidence=evidence,
         fix_hint=f"set max_model_len to at most {limit}",

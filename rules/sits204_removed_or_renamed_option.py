@@ -107,7 +107,7 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
         if option.removed and version >= V(option.removed):
             yield RULE.finding(
                 plan, setting,
-                f"{flag} was removed in vLLM {option.removed}: vLLM {ctx.target.version} rejects it "
+                f"{flag} was removed in vLLM {option.removed}: {ctx.target.name} rejects it "
                 "at startup (unrecognized arguments)",
                 evidence=evidence, fix_hint=option.instead, fixes=[_removal_fix(setting, option)],
             )
@@ -121,21 +121,21 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
         elif option.added and version < V(option.added):
             yield RULE.finding(
                 plan, setting,
-                f"{flag} arrived in vLLM {option.added}: vLLM {ctx.target.version} rejects it at startup",
+                f"{flag} arrived in vLLM {option.added}: {ctx.target.name} rejects it at startup",
                 evidence=evidence, fix_hint=option.instead,
             )
     capture = plan.get(fw.COMPILATION_MAX_CAPTURE_SIZE)
     if capture is not None:
         if version >= V(fw.COMPILATION_CONFIG_FORBIDS_EXTRA):
-            message = (f"compilation_config.max_capture_size is not a field in vLLM {ctx.target.version}, "
+            message = (f"compilation_config.max_capture_size is not a field in {ctx.target.name}, "
                        "whose CompilationConfig forbids unknown fields: startup fails")
             severity = Severity.ERROR
         elif version >= V(fw.MAX_CAPTURE_SIZE_GONE):
-            message = (f"compilation_config.max_capture_size is not a field in vLLM {ctx.target.version}: "
+            message = (f"compilation_config.max_capture_size is not a field in {ctx.target.name}: "
                        "it is silently ignored")
             severity = Severity.WARNING
         else:
-            message = (f"compilation_config.max_capture_size is computed by vLLM {ctx.target.version} "
+            message = (f"compilation_config.max_capture_size is computed by {ctx.target.name} "
                        "(init=False): the value you set is silently ignored")
             severity = Severity.WARNING
         yield RULE.finding(plan, capture, message, evidence=evidence, severity=severity,
@@ -145,7 +145,7 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
         if version >= V(fw.ATTENTION_BACKEND_ENV_IGNORED):
             yield RULE.finding(
                 plan, backend,
-                f"{fw.ENV_ATTENTION_BACKEND} is ignored by vLLM {ctx.target.version}: the attention backend "
+                f"{fw.ENV_ATTENTION_BACKEND} is ignored by {ctx.target.name}: the attention backend "
                 "you pinned is not the one that runs",
                 evidence=evidence, severity=Severity.WARNING,
                 fix_hint=f"use --attention-backend {backend.value or 'NAME'} (or -ac.backend=NAME)",
@@ -191,7 +191,7 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
                 continue
             yield RULE.finding(
                 plan, setting,
-                f"{key} is a pre-1.0 LLM-API option: TensorRT-LLM {ctx.target.version} rejects unknown "
+                f"{key} is a pre-1.0 LLM-API option: {ctx.target.name} rejects unknown "
                 "keys at startup (pydantic extra='forbid')",
                 evidence=evidence,
                 fix_hint=f"use {hint}" if hint else trt.MIXED_SAMPLER_GONE,
@@ -256,7 +256,7 @@ def _hf(plan: Plan, ctx) -> Iterator[Finding]:
         return
     yield RULE.finding(
         plan, setting,
-        f'cache_implementation "{setting.value}" is not accepted by transformers {ctx.target.version}: '
+        f'cache_implementation "{setting.value}" is not accepted by {ctx.target.name}: '
         "loading this generation config raises ValueError (Invalid `cache_implementation`)",
         evidence=[f"target: {ctx.target}"],
         fix_hint=f"use one of {', '.join(sorted(accepted - tf.STATIC_CACHE_ALIASES))}",

@@ -89,12 +89,12 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         evidence = [f"target: {ctx.target}"]
         if on:
             since = fw.OPTIONS[key].default_on
-            evidence.insert(0, f"{key} = on (default of vLLM {ctx.target.version}: V1 engine, from {since})")
+            evidence.insert(0, f"{key} = on (default of {ctx.target.name}: V1 engine, from {since})")
         if version >= fixed_in:
             dashed = setting.raw_key.replace("_", "-")
             yield RULE.finding(
                 plan, setting,
-                f"`{setting.raw_key}: false` is silently dropped by vLLM {ctx.target.version}: it looks "
+                f"`{setting.raw_key}: false` is silently dropped by {ctx.target.name}: it looks "
                 f"for the flag --no-{setting.raw_key}, which does not exist; {key} keeps its default",
                 evidence=evidence, fix_hint=f"spell it `{dashed}: false`",
                 severity=Severity.WARNING if on else Severity.INFO,
@@ -104,17 +104,17 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         elif on:
             yield RULE.finding(
                 plan, setting,
-                f"`{setting.raw_key}: false` is silently dropped by vLLM {ctx.target.version}: "
+                f"`{setting.raw_key}: false` is silently dropped by {ctx.target.name}: "
                 f"{key} stays on (its default)",
                 evidence=evidence,
                 fix_hint=f"pass {flag} on the command line, or upgrade to vLLM ≥{fw.YAML_FALSE_AS_NO_FLAG}",
                 fixes=[edit.display(setting, f"pass {flag} on the command line",
-                                    f"no spelling in a --config file turns it off on vLLM {ctx.target.version}")],
+                                    f"no spelling in a --config file turns it off on {ctx.target.name}")],
             )
         else:
             yield RULE.finding(
                 plan, setting,
-                f"`{setting.raw_key}: false` is silently dropped by vLLM {ctx.target.version}: "
+                f"`{setting.raw_key}: false` is silently dropped by {ctx.target.name}: "
                 f"{key} keeps its default, whatever that is",
                 evidence=evidence, severity=Severity.INFO,
                 fix_hint=f"pass {flag} on the command line if the default is on, or upgrade to vLLM ≥{fw.YAML_FALSE_AS_NO_FLAG}",

@@ -117,9 +117,15 @@ class Target(NamedTuple):
     framework: Framework
     version: str
     source: str  # "--target", "image tag vllm/vllm-openai:v0.8.5 (k8s.yaml:20:16)", ...
+    assumed: bool = False  # nothing pinned the version: the newest one sits-doctor knows is assumed
 
     def __str__(self) -> str:
         return f"{FRAMEWORK_NAMES[self.framework]} {self.version} ({self.source})"
+
+    @property
+    def name(self) -> str:
+        """How a message names it: "vLLM 0.11.0", or "vLLM 0.33.0 (assumed)" when nothing pins it."""
+        return f"{FRAMEWORK_NAMES[self.framework]} {self.version}" + (" (assumed)" if self.assumed else "")
 
 
 @dataclass(frozen=True)

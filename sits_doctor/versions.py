@@ -100,4 +100,9 @@ def resolve(plan: Plan, requested: dict[str, tuple[str, str]]) -> Target:
     found_installed = installed(framework)
     if found_installed:
         return Target(framework=framework, version=found_installed, source="installed package")
-    return Target(framework=framework, version=NEWEST_KNOWN[framework], source="newest version the rules know")
+    why = "nothing pins the version"
+    if plan.image is not None:
+        why = f"image {plan.image.raw} ({plan.image.prov}) pins no version"
+    key = "transformers" if framework == "hf" else framework
+    return Target(framework=framework, version=NEWEST_KNOWN[framework], assumed=True,
+                  source=f"newest version the rules know, assumed: {why}; pin it with --target {key}==VERSION")

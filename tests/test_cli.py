@@ -325,7 +325,7 @@ def test_text_summary_default_target(proj, monkeypatch):
 
     monkeypatch.setattr(versions, "installed", lambda framework: None)
     r = run_cli("check", "good.yaml", cwd=proj)
-    assert f"target: vLLM {versions.NEWEST_KNOWN['vllm']} (newest version the rules know)" in r.stdout
+    assert f"target: vLLM {versions.NEWEST_KNOWN['vllm']} (newest version the rules know, assumed: nothing pins the version; pin it with --target vllm==VERSION)" in r.stdout
 
 
 def test_text_summary_counts_severities_errors_and_skips(proj):
@@ -614,3 +614,14 @@ def test_inline_suppression_and_unused_one(tmp_path):
     assert "SITS204" not in r.stdout
     assert "serve.yaml:3:" in r.stdout and "SITS900 [warning]" in r.stdout
     assert "not shown: 1 suppressed" in r.stdout
+
+
+@pytest.mark.parametrize("image", ["vllm/vllm-openai:latest", "vllm/vllm-openai:${TAG:-latest}",
+                                   "vllm/vllm-openai:2025-05-05-v1"])
+def test_unpinned_image_says_the_version_is_assumed_and_how_to_pin_it(tmp_path, hermetic, image):
+    write(tmp_path, "k8s.yaml", k8s_deployment(f"          image: {image}",
+                                                '          args: ["--model", "m", "--swap-space", "4"]'))
+    r = run_cli("check", "k8s.yaml", "--isolated", cwd=tmp_path)
+    assert "vLLM 0.33.0 (assumed) rejects it at startup" in r.stdout
+    assert "pins no version; pin it with --target vllm==VERSION" in r.stdout
+    assert f"image {image} (k8s.yaml:10:18)" in r.stdout
