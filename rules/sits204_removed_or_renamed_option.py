@@ -63,6 +63,7 @@ known, in that order; the finding's evidence says which).
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterator
 
 from sits_doctor.finding import Finding, Safety, Severity
@@ -99,31 +100,13 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
 def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     version = V(ctx.target.version)
     evidence = [f"target: {ctx.target}"]
-    for key, setting in plan.settings.items():
-        option = fw.OPTIONS.get(key)
-        if option is None or "." in key:
-            continue
-        flag = option.flag
-        if option.removed and version >= V(option.removed):
-            yield RULE.finding(
-                plan, setting,
-                f"{flag} was removed in vLLM {option.removed}: {ctx.target.name} rejects it "
-                "at startup (unrecognized arguments)",
-                evidence=evidence, fix_hint=option.instead, fixes=[_removal_fix(setting, option)],
-            )
-        elif option.deprecated and version >= V(option.deprecated):
-            until = f" and is gone in {option.removed}" if option.removed else ""
-            yield RULE.finding(
-                plan, setting, f"{flag} is deprecated since vLLM {option.deprecated}{until}",
-                evidence=evidence, fix_hint=option.instead, severity=Severity.WARNING,
-                fixes=[_removal_fix(setting, option)],
-            )
-        elif option.added and version < V(option.added):
-            yield RULE.finding(
-                plan, setting,
-                f"{flag} arrived in vLLM {option.added}: {ctx.target.name} rejects it at startup",
-                evidence=evidence, fix_hint=option.instead,
-            )
+    found = fw.parser_release(ctx.target.version)
+    if found is not None:
+        release, note = found
+        parser_evidence = evidence + [note] if note else evidence
+        for setting in _written_options(plan):
+            yield from _judge_flag(plan, ctx, setting, release, parser_evidence)
+
     capture = plan.get(fw.COMPILATION_MAX_CAPTURE_SIZE)
     if capture is not None:
         if version >= V(fw.COMPILATION_CONFIG_FORBIDS_EXTRA):
@@ -158,6 +141,83 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
                 evidence=evidence, severity=Severity.WARNING,
                 fix_hint="use --attention-backend NAME",
             )
+
+
+def _written_options(plan: Plan) -> Iterator[Setting]:
+    """The options as the parser will see them: command-line flags, and --config keys (which
+    vLLM turns into ``--key``); not nested fields, and not `key: false` lines (SITS205)."""
+    for key, setting in plan.settings.items():
+        if setting.site is None:
+            continue  # a field inside a JSON value, judged with its option
+        if plan.kind == "vllm-yaml":
+            if "." in key or setting.raw is False:
+                continue
+        elif not setting.raw_key.startswith("-"):
+            continue
+        yield setting
+
+
+def _flag_of(setting: Setting) -> str:
+    written = setting.raw_key
+    if not written.startswith("-"):
+        return "--" + written
+    if re.fullmatch(r"-O\d+", written):
+        return "-O"
+    return written
+
+
+def _judge_flag(plan: Plan, ctx, setting: Setting, release: str, evidence: list[str]) -> Iterator[Finding]:
+    flag = _flag_of(setting)
+    info = fw.lookup_flag(flag, release)
+    option = fw.OPTIONS.get(setting.key.partition(".")[0])
+    hint = option.instead if option is not None else None
+    shown = setting.raw_key if setting.raw_key.startswith("-") else flag
+    if info is None:
+        runs = fw.flag_history(flag)
+        if not runs:
+            if plan.entry not in fw.ENTRYPOINTS_WITH_SERVE_PARSER and plan.kind != "vllm-yaml":
+                return  # another entrypoint's parser (the legacy api_server) has other options
+            close = _did_you_mean(fw._normalize_flag(flag), set(fw.flags_at(release)))
+            yield RULE.finding(
+                plan, setting,
+                f"{shown} is not an option of vLLM {release}: {ctx.target.name} rejects it at startup "
+                "(unrecognized arguments)",
+                evidence=evidence, fix_hint=close or "remove it, or check the spelling",
+            )
+            return
+        before = [r for r in runs if V(r[1]) < V(release)]
+        after = [r for r in runs if V(r[0]) > V(release)]
+        if before:
+            gone = fw.next_release(before[-1][1])
+            again = f" (accepted again from {after[0][0]})" if after else ""
+            message = (f"{shown} was removed in vLLM {gone}{again}: {ctx.target.name} rejects it at startup "
+                       "(unrecognized arguments)")
+            fixes = [_removal_fix(setting, option)] if option is not None else [
+                edit.remove(setting, f"remove {setting.raw_key}")]
+        else:
+            message = f"{shown} arrived in vLLM {after[0][0]}: {ctx.target.name} rejects it at startup"
+            fixes = []
+        yield RULE.finding(plan, setting, message, evidence=evidence, fix_hint=hint, fixes=fixes)
+        return
+    if info.abbreviation:
+        full = info.flag if setting.raw_key.startswith("-") else info.flag[2:]
+        yield RULE.finding(
+            plan, setting,
+            f"{shown} is an abbreviation of {info.flag}: argparse accepts a unique prefix, but a new vLLM "
+            "option with the same prefix makes it ambiguous and startup fails",
+            evidence=evidence, severity=Severity.INFO, fix_hint=f"write {full}",
+            fixes=[edit.rename(setting, full, f"write {full}")],
+        )
+    if info.segment.get("deprecated"):
+        later = [r for r in fw.flag_history(flag) if V(r[1]) >= V(release)]
+        gone = fw.next_release(later[0][1]) if later else None
+        until = f" and is gone in {gone}" if gone else ""
+        since = fw.deprecated_since(flag, release)
+        yield RULE.finding(
+            plan, setting, f"{shown} is deprecated since vLLM {since}{until}",
+            evidence=evidence, fix_hint=hint, severity=Severity.WARNING,
+            fixes=[_removal_fix(setting, option)] if option is not None else [],
+        )
 
 
 def _removal_fix(setting: Setting, option: fw.Option):

@@ -1,7 +1,8 @@
 """Which vLLM releases define each command-line flag that SITS204 knows about.
 
 Reads vLLM source releases (the PyPI sdists, unpacked as ``ROOT/<version>/vllm-<version>/``) and
-writes, for every flag that sits_doctor.frameworks.vllm says was added or removed, the releases whose ``vllm/engine/arg_utils.py`` or
+writes, for every flag the committed scan covers (superseded by tools/gen_vllm_options.py, which
+runs each release's own parser; kept to cross-check it), the releases whose ``vllm/engine/arg_utils.py`` or
 ``vllm/entrypoints/openai/cli_args.py`` contain it literally. The result is committed as
 ``tests/data/vllm_flags.json``; ``tests/rules/test_sits204.py`` checks the table against it.
 
@@ -18,14 +19,14 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from sits_doctor.frameworks.vllm import OPTIONS
 
 FILES = ("vllm/engine/arg_utils.py", "vllm/entrypoints/openai/cli_args.py")
 
 
 def main(root: Path) -> None:
     versions = sorted((d.name for d in root.iterdir() if d.is_dir()), key=Version)
-    flags = {o.flag for o in OPTIONS.values() if o.removed or o.added or o.deprecated}
+    previous = Path(__file__).resolve().parent.parent / "tests" / "data" / "vllm_flags.json"
+    flags = set(json.loads(previous.read_text())["present"])  # the flags the committed scan covers
     present: dict[str, list[str]] = {f: [] for f in sorted(flags)}
     for version in versions:
         (src,) = (root / version).glob("vllm-*")

@@ -36,18 +36,17 @@ API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entr
 
 
 class Option(NamedTuple):
-    """One engine/server option. ``kind``: how the parser reads the value — bool (no value, a
-    ``--no-`` form from 0.8.5), int, float, str, list (nargs="+"), json (a JSON object/list or a
-    dotted field), human_int (int with k/M/G suffixes from 0.8.4)."""
+    """One engine/server option: what sits-doctor needs beyond what the parsers say. Which releases
+    accept which spelling, and when an option is deprecated, come from the releases' own parsers
+    (:func:`lookup_flag`, data/vllm_options.json); this table holds how to read a value before the
+    target is known (``kind``: bool, int, float, str, list, json, human_int), the advice when a
+    release lacks the option, and semantic defaults a parser cannot show."""
 
     name: str
     kind: str = "str"
     short: tuple[str, ...] = ()
     helm: str | None = None  # production-stack vllmConfig key (helm/templates/deployment-vllm-multi.yaml)
-    added: str | None = None  # first version with it
-    deprecated: str | None = None  # first version that warns
-    removed: str | None = None  # first version without it
-    instead: str | None = None  # what to write instead (removed/deprecated/not yet added)
+    instead: str | None = None  # what to write instead where a release lacks or deprecates it
     renamed_to: str | None = None  # the option that replaces it, when the value carries over
     drop: str = "safe"  # removing it keeps the meaning ("safe") or changes behaviour ("unsafe")
     default_on: str | None = None  # a bool option that is on by default from this version
@@ -72,88 +71,73 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _o("skip_tokenizer_init", "bool"), _o("model_loader_extra_config", "json"),
     _o("max_parallel_loading_workers", "int"), _o("mm_processor_kwargs", "json"),
     _o("limit_mm_per_prompt", "json"), _o("enable_prompt_embeds", "bool"),
-    _o("runner", added="0.10.1", instead="use --task on this version", generic=True),
-    _o("convert", added="0.10.1", instead="use --task on this version", generic=True),
-    _o("task", deprecated="0.11.2", removed="0.13.0", instead="use --runner / --convert", generic=True, drop="unsafe"),
+    _o("runner", instead="use --task on this version", generic=True),
+    _o("convert", instead="use --task on this version", generic=True),
+    _o("task", instead="use --runner / --convert", generic=True, drop="unsafe"),
     # memory and cache
     _o("max_model_len", "human_int", helm="maxModelLen"),
     _o("gpu_memory_utilization", "float", helm="gpuMemoryUtilization"),
     _o("kv_cache_dtype"), _o("block_size", "int", generic=True), _o("kv_cache_memory_bytes", "int"),
     _o("num_gpu_blocks_override", "int"), _o("cpu_offload_gb", "float"),
     _o("enable_prefix_caching", "bool", default_on=V1_DEFAULT),
-    _o("swap_space", "float", removed="0.18.0", instead="remove it (no CPU swap space in the V1 engine)"),
-    _o("calculate_kv_scales", "bool", deprecated="0.20.0", removed="0.28.0",
-       instead="remove it; fp8 KV without checkpoint k/v scales uses scale 1.0", drop="unsafe"),
+    _o("swap_space", "float", instead="remove it (no CPU swap space in the V1 engine)"),
+    _o("calculate_kv_scales", "bool", instead="remove it; fp8 KV without checkpoint k/v scales uses scale 1.0", drop="unsafe"),
     # scheduling
     _o("max_num_seqs", "int", helm="maxNumSeqs"), _o("max_num_batched_tokens", "int"),
     _o("enable_chunked_prefill", "bool", default_on=V1_DEFAULT), _o("async_scheduling", "bool"),
-    _o("num_scheduler_steps", "int", removed="0.10.1", instead="remove it (multi-step scheduling was removed)", drop="unsafe"),
-    _o("multi_step_stream_outputs", "bool", removed="0.10.1",
-       instead="remove it (multi-step scheduling was removed)"),
-    _o("preemption_mode", removed="0.11.0", instead="remove it (V0-only)", drop="unsafe"),
-    _o("scheduler_delay_factor", "float", removed="0.11.0", instead="remove it (V0-only)", drop="unsafe"),
-    _o("disable_async_output_proc", "bool", removed="0.11.0", instead="remove it (V0-only)"),
-    _o("use_v2_block_manager", "bool", removed="0.10.0",
-       instead="remove it (the v1 block manager is gone; it was a no-op)"),
+    _o("num_scheduler_steps", "int", instead="remove it (multi-step scheduling was removed)", drop="unsafe"),
+    _o("multi_step_stream_outputs", "bool", instead="remove it (multi-step scheduling was removed)"),
+    _o("preemption_mode", instead="remove it (V0-only)", drop="unsafe"),
+    _o("scheduler_delay_factor", "float", instead="remove it (V0-only)", drop="unsafe"),
+    _o("disable_async_output_proc", "bool", instead="remove it (V0-only)"),
+    _o("use_v2_block_manager", "bool", instead="remove it (the v1 block manager is gone; it was a no-op)"),
     # parallelism
     _o("tensor_parallel_size", "int", short=("-tp",), helm="tensorParallelSize"),
     _o("pipeline_parallel_size", "int", short=("-pp",), helm="pipelineParallelSize"),
     _o("data_parallel_size", "int", short=("-dp",)), _o("decode_context_parallel_size", "int"),
     _o("enable_expert_parallel", "bool"), _o("enable_eplb", "bool"),
     _o("distributed_executor_backend"), _o("disable_custom_all_reduce", "bool"),
-    _o("worker_use_ray", "bool", removed="0.7.0", instead="use --distributed-executor-backend ray", drop="unsafe"),
+    _o("worker_use_ray", "bool", instead="use --distributed-executor-backend ray", drop="unsafe"),
     # compilation, CUDA graphs, attention
     _o("enforce_eager", "bool"), _o("compilation_config", "json", short=("-cc",)),
     _o("attention_config", "json", short=("-ac",)), _o("attention_backend"),
     _o("optimization_level", "int"),
-    _o("max_seq_len_to_capture", "int", removed="0.11.0",
-       instead="remove it; V1 sizes CUDA graphs by tokens per step "
+    _o("max_seq_len_to_capture", "int", instead="remove it; V1 sizes CUDA graphs by tokens per step "
                "(--cuda-graph-sizes on 0.11, --max-cudagraph-capture-size from 0.11.1)", drop="unsafe"),
-    _o("cuda_graph_sizes", "list", deprecated="0.11.1", removed="0.13.0",
-       instead="use --cudagraph-capture-sizes or --max-cudagraph-capture-size", drop="unsafe"),
-    _o("max_cudagraph_capture_size", "int", added="0.11.1", instead="use --cuda-graph-sizes on this version"),
-    _o("cudagraph_capture_sizes", "list", added="0.11.1",
-       instead="use --compilation-config '{\"cudagraph_capture_sizes\": [...]}'"),
+    _o("cuda_graph_sizes", "list", instead="use --cudagraph-capture-sizes or --max-cudagraph-capture-size", drop="unsafe"),
+    _o("max_cudagraph_capture_size", "int", instead="use --cuda-graph-sizes on this version"),
+    _o("cudagraph_capture_sizes", "list", instead="use --compilation-config '{\"cudagraph_capture_sizes\": [...]}'"),
     _o("disable_sliding_window", "bool"), _o("disable_cascade_attn", "bool"),
-    _o("rope_scaling", "json", removed="0.11.1", instead="use --hf-overrides '{\"rope_scaling\": ...}'", drop="unsafe"),
-    _o("rope_theta", "float", removed="0.11.1", instead="use --hf-overrides '{\"rope_theta\": ...}'", drop="unsafe"),
-    _o("device", removed="0.10.0", instead="remove it (the platform is detected)", generic=True),
+    _o("rope_scaling", "json", instead="use --hf-overrides '{\"rope_scaling\": ...}'", drop="unsafe"),
+    _o("rope_theta", "float", instead="use --hf-overrides '{\"rope_theta\": ...}'", drop="unsafe"),
+    _o("device", instead="remove it (the platform is detected)", generic=True),
     # speculative decoding, LoRA, structured outputs
-    _o("speculative_config", "json", added="0.8.2",
-       instead="use --speculative-model / --num-speculative-tokens on this version"),
-    _o("speculative_model", removed="0.8.3", instead="use --speculative-config '{\"model\": ...}'", drop="unsafe"),
-    _o("num_speculative_tokens", "int", removed="0.8.3",
-       instead="use --speculative-config '{\"num_speculative_tokens\": ...}'", drop="unsafe"),
+    _o("speculative_config", "json", instead="use --speculative-model / --num-speculative-tokens on this version"),
+    _o("speculative_model", instead="use --speculative-config '{\"model\": ...}'", drop="unsafe"),
+    _o("num_speculative_tokens", "int", instead="use --speculative-config '{\"num_speculative_tokens\": ...}'", drop="unsafe"),
     _o("enable_lora", "bool"), _o("max_loras", "int", helm="maxLoras"), _o("max_lora_rank", "int"),
     _o("max_cpu_loras", "int"), _o("lora_modules"), _o("fully_sharded_loras", "bool"),
     _o("enable_lora_bias", "bool"),
-    _o("long_lora_scaling_factors", removed="0.10.0", instead="remove it", drop="unsafe"),
-    _o("lora_extra_vocab_size", "int", removed="0.12.0", instead="remove it", drop="unsafe"),
-    _o("enable_prompt_adapter", "bool", removed="0.10.2", instead="remove it (prompt adapters were removed)", drop="unsafe"),
-    _o("max_prompt_adapters", "int", removed="0.10.0", instead="remove it (prompt adapters were removed)", drop="unsafe"),
-    _o("structured_outputs_config", "json", added="0.11.0",
-       instead="use --guided-decoding-backend on this version"),
-    _o("guided_decoding_backend", deprecated="0.11.0", removed="0.12.0",
-       instead="use --structured-outputs-config.backend", renamed_to="structured_outputs_config.backend"),
-    _o("guided_decoding_disable_fallback", "bool", deprecated="0.11.0", removed="0.12.0",
-       instead="use --structured-outputs-config.disable_fallback", renamed_to="structured_outputs_config.disable_fallback"),
-    _o("guided_decoding_disable_any_whitespace", "bool", deprecated="0.11.0", removed="0.12.0",
-       instead="use --structured-outputs-config.disable_any_whitespace", renamed_to="structured_outputs_config.disable_any_whitespace"),
-    _o("guided_decoding_disable_additional_properties", "bool", deprecated="0.11.0", removed="0.12.0",
-       instead="use --structured-outputs-config.disable_additional_properties", renamed_to="structured_outputs_config.disable_additional_properties"),
-    _o("enable_reasoning", "bool", removed="0.10.0", instead="use --reasoning-parser alone"),
+    _o("long_lora_scaling_factors", instead="remove it", drop="unsafe"),
+    _o("lora_extra_vocab_size", "int", instead="remove it", drop="unsafe"),
+    _o("enable_prompt_adapter", "bool", instead="remove it (prompt adapters were removed)", drop="unsafe"),
+    _o("max_prompt_adapters", "int", instead="remove it (prompt adapters were removed)", drop="unsafe"),
+    _o("structured_outputs_config", "json", instead="use --guided-decoding-backend on this version"),
+    _o("guided_decoding_backend", instead="use --structured-outputs-config.backend", renamed_to="structured_outputs_config.backend"),
+    _o("guided_decoding_disable_fallback", "bool", instead="use --structured-outputs-config.disable_fallback", renamed_to="structured_outputs_config.disable_fallback"),
+    _o("guided_decoding_disable_any_whitespace", "bool", instead="use --structured-outputs-config.disable_any_whitespace", renamed_to="structured_outputs_config.disable_any_whitespace"),
+    _o("guided_decoding_disable_additional_properties", "bool", instead="use --structured-outputs-config.disable_additional_properties", renamed_to="structured_outputs_config.disable_additional_properties"),
+    _o("enable_reasoning", "bool", instead="use --reasoning-parser alone"),
     _o("reasoning_parser"), _o("tool_call_parser"), _o("enable_auto_tool_choice", "bool"),
-    _o("tokenizer_pool_size", "int", removed="0.10.0", instead="remove it"),
-    _o("tokenizer_pool_type", removed="0.10.0", instead="remove it"),
-    _o("tokenizer_pool_extra_config", "json", removed="0.10.0", instead="remove it"),
+    _o("tokenizer_pool_size", "int", instead="remove it"),
+    _o("tokenizer_pool_type", instead="remove it"),
+    _o("tokenizer_pool_extra_config", "json", instead="remove it"),
     # server and logging
     _o("host", generic=True), _o("port", "int", generic=True), _o("api_key", generic=True),
     _o("uvicorn_log_level"), _o("allowed_origins", "list"), _o("middleware", "list"),
     _o("disable_log_stats", "bool"),
-    _o("disable_log_requests", "bool", deprecated="0.10.1", removed="0.17.0",
-       instead="remove it (request logging is off by default; --enable-log-requests turns it on)"),
-    _o("enable_log_requests", "bool", added="0.10.1",
-       instead="request logging is already on unless --disable-log-requests"),
+    _o("disable_log_requests", "bool", instead="remove it (request logging is off by default; --enable-log-requests turns it on)"),
+    _o("enable_log_requests", "bool", instead="request logging is already on unless --disable-log-requests"),
     _o("enable_log_outputs", "bool"), _o("max_logprobs", "int"), _o("api_server_count", "int"),
     _o("headless", "bool"), _o("enable_sleep_mode", "bool"), _o("disable_frontend_multiprocessing", "bool"),
     _o("enable_request_id_headers", "bool"), _o("disable_fastapi_docs", "bool"),
@@ -341,3 +325,123 @@ def _derived_max_len(plan, version):
         return None
     steps = "; ".join(d.steps)
     return Value.derived(int(d.value), f"max_model_len unset: vLLM {version} derives {int(d.value)} from the model ({steps})")
+
+
+# --- what each release's own parser accepts (data/vllm_options.json, tools/gen_vllm_options.py) --
+PARSER_DATA = "vllm_options.json"
+COMPILATION_CONFIG_INT_REJECTED = "0.9.2"  # `--compilation-config 3` fails validation from here
+COMPILATION_LEVEL_GONE = "0.18.0"  # CompilationConfig.level no longer accepted (use mode)
+ENTRYPOINTS_WITH_SERVE_PARSER = ("vllm serve", "python -m vllm.entrypoints.openai.api_server", "vllm image entrypoint")
+
+
+class FlagInfo(NamedTuple):
+    flag: str  # the full flag it resolved to
+    dest: str  # the option it sets
+    segment: dict  # the parser entry of that release (action, type, kind, choices, default, deprecated)
+    abbreviation: bool = False  # written as a unique prefix of ``flag`` (argparse allow_abbrev)
+
+
+@lru_cache(maxsize=None)
+def parser_table() -> tuple[list[str], dict[str, list[tuple[int, int, str, dict]]], list[dict]]:
+    """(releases, flag -> [(first index, last index, dest, entry)], parser entries) from the data
+    that tools/gen_vllm_options.py wrote by running each release's own argument parser."""
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "data" / PARSER_DATA).read_text(encoding="utf-8"))
+    releases = data["releases"]
+    index = {v: i for i, v in enumerate(releases)}
+    flags: dict[str, list[tuple[int, int, str, dict]]] = {}
+    for dest, segments in data["options"].items():
+        for seg in segments:
+            for f in seg["flags"]:
+                flags.setdefault(f, []).append((index[seg["first"]], index[seg["last"]], dest, seg))
+    parser = [dict(p, first_i=index[p["first"]], last_i=index[p["last"]]) for p in data["parser"]]
+    return releases, flags, parser
+
+
+def parser_release(version: str) -> tuple[str, str] | None:
+    """(the release whose parser judges ``version``, a note when it is not that exact release),
+    or None before the first release in the data."""
+    from sits_doctor.versions import V
+
+    releases, _, _ = parser_table()
+    ver = V(version)
+    below = [r for r in releases if V(r) <= ver]
+    if not below:
+        return None
+    rel = below[-1]
+    if V(rel) == ver:
+        return rel, ""
+    if rel == releases[-1]:
+        return rel, f"judged by the parser of vLLM {rel}, the newest release in the data"
+    return rel, f"judged by the parser of vLLM {rel}, the nearest release below {version} in the data"
+
+
+def _normalize_flag(flag: str) -> str:
+    if flag.startswith("--"):
+        head, dot, rest = flag[2:].partition(".")
+        return "--" + head.replace("_", "-") + dot + rest
+    return flag
+
+
+def lookup_flag(written: str, release: str) -> FlagInfo | None:
+    """How ``release``'s parser reads the flag ``written`` (``--max_model_len``, ``-tp``,
+    ``--compilation-config.mode``, an abbreviation), or None when it rejects it."""
+    releases, flags, parser = parser_table()
+    i = releases.index(release)
+    entry = next(p for p in parser if p["first_i"] <= i <= p["last_i"])
+    flag = _normalize_flag(written) if entry.get("underscore_to_dash", True) else written
+    base, dot, _ = flag.partition(".")
+    if dot and not entry.get("dotted_json"):
+        return None
+    candidates = [base] if dot else [flag]
+    for f in candidates:
+        for a, b, dest, seg in flags.get(f, ()):
+            if a <= i <= b and (not dot or seg["kind"] == "json"):
+                return FlagInfo(f, dest, seg)
+    if entry.get("allow_abbrev") and flag.startswith("--") and not dot:
+        matches = {f: (dest, seg) for f, segs in flags.items() if f.startswith(flag)
+                   for a, b, dest, seg in segs if a <= i <= b}
+        if len(matches) == 1:
+            (f, (dest, seg)), = matches.items()
+            return FlagInfo(f, dest, seg, abbreviation=True)
+    return None
+
+
+def flag_history(written: str) -> list[tuple[str, str]]:
+    """The (first, last) release runs in which the flag is accepted."""
+    releases, flags, _ = parser_table()
+    flag = _normalize_flag(written).partition(".")[0]
+    runs = sorted((a, b) for a, b, _, _ in flags.get(flag, ()))
+    merged: list[list[int]] = []
+    for a, b in runs:
+        if merged and a <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(releases[a], releases[b]) for a, b in merged]
+
+
+def deprecated_since(written: str, release: str) -> str:
+    """The first release of the unbroken run of releases up to ``release`` whose parser marks
+    the flag deprecated."""
+    releases, flags, _ = parser_table()
+    flag = _normalize_flag(written).partition(".")[0]
+    marked = {i for a, b, _, seg in flags.get(flag, ()) if seg.get("deprecated") for i in range(a, b + 1)}
+    i = releases.index(release)
+    while i - 1 in marked:
+        i -= 1
+    return releases[i]
+
+
+def next_release(release: str) -> str | None:
+    releases, _, _ = parser_table()
+    i = releases.index(release)
+    return releases[i + 1] if i + 1 < len(releases) else None
+
+
+def flags_at(release: str) -> list[str]:
+    releases, flags, _ = parser_table()
+    i = releases.index(release)
+    return sorted(f for f, segs in flags.items() if any(a <= i <= b for a, b, _, _ in segs))

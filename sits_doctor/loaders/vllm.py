@@ -38,6 +38,7 @@ def plan_from_config_yaml(doc: SourceDoc) -> Plan:
         settings=settings,
         model_ref=settings.get(fw.MODEL),
         doc=doc,
+        entry="vllm serve --config",
     )
 
 
@@ -87,4 +88,5 @@ def plan_from_command(
         model_ref=model_ref,
         doc=doc,
         args_site=args_site,
+        entry=how,
     )
