@@ -73,10 +73,102 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
 
 
 def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
+    yield from _vllm_max_model_len(plan, ctx)
+    found = fw.parser_release(ctx.target.version)
+    if found is None:
+        return
+    release, note = found
+    evidence = [f"target: {ctx.target}"] + ([note] if note else [])
+    for setting, flag in fw.written_options(plan):
+        if setting.templated or setting.key == fw.MAX_MODEL_LEN:
+            continue
+        info = fw.lookup_flag(flag, release)
+        if info is not None:
+            yield from _vllm_value(plan, ctx, setting, info, evidence)
+
+
+def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
+    """Values the release's parser rejects: an explicit value for a flag that takes none, a
+    number that is not one, a value outside the choices, an integer compilation config."""
+    seg, shown = info.segment, info.flag
+    value = setting.raw
+    inline = setting.site is not None and setting.site.inline
+    if seg["kind"] == "bool":
+        separate = setting.site is not None and len(setting.site.words) == 2
+        if separate and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE:
+            off_flag = next((f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))), None)
+            on = str(value).strip().lower() == "true"
+            word = shown if on else off_flag
+            yield RULE.finding(
+                plan, setting,
+                f"{shown} takes no value: {ctx.target.name} refuses to start (unrecognized arguments: {value})",
+                evidence=evidence, fix_hint=f"write {word} alone" if word else f"remove {value}",
+                fixes=[edit.display(setting, f"write {word} alone", "the flag and its value are two words")] if word else (),
+            )
+            return
+        if inline and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE:
+            on = str(value).strip().lower() not in ("false", "0", "no", "off")
+            off_flag = next((f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))), None)
+            word = shown if on else off_flag
+            yield RULE.finding(
+                plan, setting,
+                f"argument {shown}: ignored explicit argument {str(value)!r}: {ctx.target.name} refuses to start "
+                "(the flag takes no value)",
+                evidence=evidence, fix_hint=f"write {word}" if word else f"drop ={value}",
+                fixes=[edit.rewrite_word(setting, word, f"write {word}")] if word else (),
+            )
+        return
+    if isinstance(value, (list, dict)) or value is None or isinstance(value, bool):
+        return
+    text = str(value).strip()
+    if seg["kind"] in ("int", "float"):
+        try:
+            (int if seg["kind"] == "int" else float)(text)
+        except ValueError:
+            yield RULE.finding(
+                plan, setting, f"argument {shown}: invalid {seg['kind']} value: {text!r}: {ctx.target.name} "
+                               "refuses to start", evidence=evidence, fix_hint=f"write a plain {seg['kind']}")
+            return
+    choices = seg.get("choices")
+    if choices and text not in [str(c) for c in choices]:
+        yield RULE.finding(
+            plan, setting,
+            f"argument {shown}: invalid choice: {text!r} (choose from {', '.join(map(str, choices))}): "
+            f"{ctx.target.name} refuses to start",
+            evidence=evidence, fix_hint=_closest_choice(text, choices),
+        )
+    if (info.dest == fw.COMPILATION_CONFIG and "." not in setting.key and shown != "-O"
+            and not setting.raw_key.startswith("-O") and re.fullmatch(r"-?\d+", text)
+            and V(ctx.target.version) >= V(fw.COMPILATION_CONFIG_INT_REJECTED)):
+        yield RULE.finding(
+            plan, setting,
+            f"{shown} {text}: {ctx.target.name} wants a JSON object here (from {fw.COMPILATION_CONFIG_INT_REJECTED}); "
+            "startup fails with a validation error for CompilationConfig",
+            evidence=evidence, fix_hint=f"write -O{text} (the optimization level) or --compilation-config "
+                                        f"'{{\"mode\": {text}}}'",
+        )
+
+
+def _closest_choice(text: str, choices) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(text, [str(c) for c in choices], n=1, cutoff=0.6)
+    return f"did you mean {close[0]!r}?" if close else "use one of the choices"
+
+
+def _vllm_max_model_len(plan: Plan, ctx) -> Iterator[Finding]:
     setting = fw.max_model_len_setting(plan)
     if setting is None or setting.templated or not isinstance(setting.raw, str):
         return
     text = setting.raw.strip()
+    if text == "auto" and V(ctx.target.version) < V(fw.MAX_MODEL_LEN_AUTO):
+        yield RULE.finding(
+            plan, setting,
+            f"max_model_len 'auto' is read from vLLM {fw.MAX_MODEL_LEN_AUTO} on: {ctx.target.name} refuses to start "
+            "(argument --max-model-len: invalid value 'auto')",
+            evidence=[f"target: {ctx.target}"], fix_hint="leave max_model_len unset (vLLM derives it from the model)",
+        )
+        return
     if re.fullmatch(r"-?\d+", text) or text in ("auto",):
         return
     if re.fullmatch(r"\d+(\.\d+)?[kmgKMG]", text) and V(ctx.target.version) < V(fw.HUMAN_INT):

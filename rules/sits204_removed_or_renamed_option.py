@@ -63,7 +63,6 @@ known, in that order; the finding's evidence says which).
 
 from __future__ import annotations
 
-import re
 from typing import Any, Iterator
 
 from sits_doctor.finding import Finding, Safety, Severity
@@ -104,9 +103,18 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     if found is not None:
         release, note = found
         parser_evidence = evidence + [note] if note else evidence
-        for setting in _written_options(plan):
-            yield from _judge_flag(plan, ctx, setting, release, parser_evidence)
+        for setting, flag in fw.written_options(plan):
+            yield from _judge_flag(plan, ctx, setting, flag, release, parser_evidence)
 
+    level = plan.get(fw.COMPILATION_LEVEL)
+    if level is not None and version >= V(fw.COMPILATION_LEVEL_GONE):
+        yield RULE.finding(
+            plan, level,
+            f"compilation_config.level is not a field in {ctx.target.name} (gone in {fw.COMPILATION_LEVEL_GONE}): "
+            "startup fails with a validation error for CompilationConfig",
+            evidence=evidence, fix_hint="use compilation_config.mode (or -O<n>)",
+            fixes=[edit.rename(level, "mode", "rename level to mode")] if level.site is not None else [],
+        )
     capture = plan.get(fw.COMPILATION_MAX_CAPTURE_SIZE)
     if capture is not None:
         if version >= V(fw.COMPILATION_CONFIG_FORBIDS_EXTRA):
@@ -143,31 +151,7 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             )
 
 
-def _written_options(plan: Plan) -> Iterator[Setting]:
-    """The options as the parser will see them: command-line flags, and --config keys (which
-    vLLM turns into ``--key``); not nested fields, and not `key: false` lines (SITS205)."""
-    for key, setting in plan.settings.items():
-        if setting.site is None:
-            continue  # a field inside a JSON value, judged with its option
-        if plan.kind == "vllm-yaml":
-            if "." in key or setting.raw is False:
-                continue
-        elif not setting.raw_key.startswith("-"):
-            continue
-        yield setting
-
-
-def _flag_of(setting: Setting) -> str:
-    written = setting.raw_key
-    if not written.startswith("-"):
-        return "--" + written
-    if re.fullmatch(r"-O\d+", written):
-        return "-O"
-    return written
-
-
-def _judge_flag(plan: Plan, ctx, setting: Setting, release: str, evidence: list[str]) -> Iterator[Finding]:
-    flag = _flag_of(setting)
+def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evidence: list[str]) -> Iterator[Finding]:
     info = fw.lookup_flag(flag, release)
     option = fw.OPTIONS.get(setting.key.partition(".")[0])
     hint = option.instead if option is not None else None

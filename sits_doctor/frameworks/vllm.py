@@ -329,8 +329,12 @@ def _derived_max_len(plan, version):
 
 # --- what each release's own parser accepts (data/vllm_options.json, tools/gen_vllm_options.py) --
 PARSER_DATA = "vllm_options.json"
+COMPILATION_CONFIG = "compilation_config"
 COMPILATION_CONFIG_INT_REJECTED = "0.9.2"  # `--compilation-config 3` fails validation from here
 COMPILATION_LEVEL_GONE = "0.18.0"  # CompilationConfig.level no longer accepted (use mode)
+COMPILATION_LEVEL = "compilation_config.level"
+MAX_MODEL_LEN_AUTO = "0.14.0"  # --max-model-len auto (human_readable_int_or_auto)
+BOOL_WORDS = ("true", "false")  # a separate word after a flag that takes none: a stray argument
 ENTRYPOINTS_WITH_SERVE_PARSER = ("vllm serve", "python -m vllm.entrypoints.openai.api_server", "vllm image entrypoint")
 
 
@@ -396,11 +400,17 @@ def lookup_flag(written: str, release: str) -> FlagInfo | None:
     if dot and not entry.get("dotted_json"):
         return None
     candidates = [base] if dot else [flag]
+    if flag == "-O":  # FlexibleArgumentParser rewrites -O<n> (dash_O): to --optimization-level from 0.12
+        if not entry.get("dash_O"):
+            return None
+        candidates = ["-O", "--optimization-level", "--compilation-config"]
     for f in candidates:
         for a, b, dest, seg in flags.get(f, ()):
             if a <= i <= b and (not dot or seg["kind"] == "json"):
                 return FlagInfo(f, dest, seg)
-    if entry.get("allow_abbrev") and flag.startswith("--") and not dot:
+    if dot:
+        return None
+    if entry.get("allow_abbrev") and flag.startswith("--"):
         matches = {f: (dest, seg) for f, segs in flags.items() if f.startswith(flag)
                    for a, b, dest, seg in segs if a <= i <= b}
         if len(matches) == 1:
@@ -409,11 +419,36 @@ def lookup_flag(written: str, release: str) -> FlagInfo | None:
     return None
 
 
+def written_options(plan):
+    """(setting, flag) for each option as the parser will see it: command-line flags, and
+    --config keys (which vLLM turns into ``--key``); not fields inside a JSON value, and not
+    `key: false` lines of a --config file (SITS205 judges those)."""
+    import re
+
+    for key, setting in plan.settings.items():
+        if setting.site is None:
+            continue
+        written = setting.raw_key
+        if plan.kind == "vllm-yaml":
+            if "." in key or setting.raw is False:
+                continue
+            yield setting, "--" + written
+        elif written.startswith("-"):
+            yield setting, "-O" if re.fullmatch(r"-O\d+", written) else written
+
+
+BOOL_ACTIONS_WITHOUT_VALUE = frozenset({"store_true", "store_false", "BooleanOptionalAction", "EnableDisableAction"})
+
+
 def flag_history(written: str) -> list[tuple[str, str]]:
-    """The (first, last) release runs in which the flag is accepted."""
-    releases, flags, _ = parser_table()
-    flag = _normalize_flag(written).partition(".")[0]
+    """The (first, last) release runs in which the flag is accepted (a dotted ``--x.field`` only
+    where the parser reads dotted JSON fields)."""
+    releases, flags, parser = parser_table()
+    flag, dot, _ = _normalize_flag(written).partition(".")
     runs = sorted((a, b) for a, b, _, _ in flags.get(flag, ()))
+    if dot:
+        dotted = {i for p in parser if p.get("dotted_json") for i in range(p["first_i"], p["last_i"] + 1)}
+        runs = [(min(r), max(r)) for a, b in runs if (r := [i for i in range(a, b + 1) if i in dotted])]
     merged: list[list[int]] = []
     for a, b in runs:
         if merged and a <= merged[-1][1] + 1:

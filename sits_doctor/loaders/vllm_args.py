@@ -151,6 +151,10 @@ def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[
                 key, value = base[3:], False
             elif kind == "bool":
                 value = True
+                if i + 1 < len(tokens) and tokens[i + 1].text.lower() in fw.BOOL_WORDS:
+                    i += 1  # ≤0.8.4 (StoreBoolean) reads it; later parsers refuse it as a stray argument
+                    value = tokens[i].text
+                    used.append(tokens[i])
             elif kind == "list":
                 values = []
                 while i + 1 < len(tokens) and not _is_flag(tokens[i + 1].text) and not tokens[i + 1].operator:
