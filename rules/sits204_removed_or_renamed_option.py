@@ -228,6 +228,11 @@ def _spelled_like(setting: Setting, name: str) -> str:
 
 def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
     evidence = [f"target: {ctx.target}"]
+    release = trt.data_release(ctx.target.version)
+    if release is not None and isinstance(plan.doc.data, dict):
+        root = trt.root_class(plan.value("backend"), release)
+        if root is not None:
+            yield from _trtllm_unknown(plan, ctx, root, plan.doc.data, "", release, evidence)
     for old, (hint, _new_key) in trt.PRE_1_0_KEYS.items():
         for key in (old, f"pytorch_backend_config.{old}"):
             setting = plan.get(key)
@@ -241,6 +246,32 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
                 fix_hint=f"use {hint}" if hint else trt.MIXED_SAMPLER_GONE,
                 fixes=[edit.display(setting, f"migrate {key}", "the 1.x option lives in another section")],
             )
+
+
+def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, release: str,
+                    evidence: list[str]) -> Iterator[Finding]:
+    """Keys that the release's LLM-API models do not have (they forbid unknown keys)."""
+    found = trt.fields_of(class_name, release)
+    if found is None:
+        return
+    fields, forbid = found
+    for key, value in data.items():
+        dotted = f"{prefix}{key}"
+        if key not in fields:
+            if not forbid or dotted in trt.PRE_1_0_KEYS or key in trt.PRE_1_0_KEYS:
+                continue  # the pre-1.0 keys have their own finding with the 1.x spelling
+            setting = plan.get(dotted)
+            yield RULE.finding(
+                plan, setting or Provenance.at(plan.doc, "/" + dotted.replace(".", "/")),
+                f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {ctx.target.name} refuses to '
+                "start (pydantic extra='forbid')",
+                evidence=evidence + [f"fields of {class_name} in tensorrt_llm/llmapi/llm_args.py@v{release}"],
+                fix_hint=_did_you_mean(key, fields) or "remove it",
+            )
+        elif isinstance(value, dict):
+            nested = trt.nested_class(class_name, key, value)
+            if nested is not None:
+                yield from _trtllm_unknown(plan, ctx, nested, value, dotted + ".", release, evidence)
 
 
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:

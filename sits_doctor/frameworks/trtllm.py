@@ -82,3 +82,76 @@ def effective(plan, target, model_dims=None):
         cuda_graphs=graphs,
         prefix_caching=val("kv_cache_config.enable_block_reuse", fallback=None if engine else default(True)),
     )
+
+
+# --- LLM-API fields per release (data/trtllm_options.json, tools/gen_trtllm_options.py) --------
+OPTIONS_DATA = "trtllm_options.json"
+DECODING_TYPE = "decoding_type"  # the discriminator of speculative_config's union
+
+
+def _data() -> dict:
+    import json
+    from functools import lru_cache
+    from pathlib import Path
+
+    global _data
+
+    @lru_cache(maxsize=None)
+    def load() -> dict:
+        return json.loads((Path(__file__).parent / "data" / OPTIONS_DATA).read_text(encoding="utf-8"))
+
+    _data = load
+    return load()
+
+
+def data_release(version: str) -> str | None:
+    """The release in the data whose LLM-API models judge ``version``: the same major.minor
+    series (the data holds only what could be read; other series are not judged)."""
+    from sits_doctor.versions import V
+
+    ver = V(version)
+    for release in reversed(_data()["releases"]):
+        r = V(release)
+        if (r.major, r.minor) == (ver.major, ver.minor) and r <= ver:
+            return release
+    return None
+
+
+def _segment(class_name: str, release: str) -> dict | None:
+    from sits_doctor.versions import V
+
+    for seg in _data()["classes"].get(class_name, ()):
+        if V(seg["first"]) <= V(release) <= V(seg["last"]):
+            return seg
+    return None
+
+
+def root_class(backend: str | None, release: str) -> str | None:
+    from sits_doctor.versions import V
+
+    for seg in _data()["roots"].get("tensorrt" if backend == "tensorrt" else "pytorch", ()):
+        if V(seg["first"]) <= V(release) <= V(seg["last"]):
+            return seg["class"]
+    return None
+
+
+def fields_of(class_name: str, release: str) -> tuple[set[str], bool] | None:
+    """(field names, forbids unknown keys) of a config class at ``release``."""
+    seg = _segment(class_name, release)
+    if seg is None:
+        return None
+    names = set(seg["fields"]) | {f["alias"] for f in seg["fields"].values() if f.get("alias")}
+    if "DecodingConfig" in class_name:
+        names.add(DECODING_TYPE)  # read by DecodingBaseConfig.from_dict to pick the class
+    return names, seg.get("extra") == "forbid"
+
+
+def nested_class(class_name: str, field: str, value) -> str | None:
+    """The config class a field holds (for a union, the one its ``decoding_type`` names)."""
+    mapping = _data()["field_class"]
+    target = next((v for k, v in mapping.items() if k.split(".")[-1] == field
+                   and k.split(".")[0] in (class_name, "BaseLlmArgs")), None)
+    if isinstance(target, list):
+        kind = value.get(DECODING_TYPE) if isinstance(value, dict) else None
+        return next((c for c in target if isinstance(kind, str) and c.lower().startswith(kind.lower())), None)
+    return target

@@ -565,3 +565,22 @@ def test_ortgenai_legacy_top_level_dims_belong_under_decoder(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     (f,) = check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS204"])).findings
     assert f.fix_hint == "move it under model.decoder (ORT GenAI reads it there)"
+
+
+def test_trtllm_unknown_keys_from_the_release_models(tmp_path, monkeypatch):
+    """TensorRT-LLM 1.0.0's LLM-API models (data/trtllm_options.json) forbid unknown keys, nested
+    ones included; the speculative config is judged by the class its decoding_type names."""
+    text = ("kv_cache_config:\n  free_gpu_memory_fraction: 0.9\n  enable_blok_reuse: true\n"
+            "speculative_config:\n  decoding_type: Eagle\n  max_draft_len: 3\n  pytorch_weights_path: /m\n"
+            "cuda_graph_config:\n  enable_padding: true\n")
+    found = rendered(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.0.0")
+    assert found == [
+        "trt.yaml:3:3: SITS204 [error] kv_cache_config.enable_blok_reuse is not an option of TensorRT-LLM 1.0.0 "
+        "(KvCacheConfig): TensorRT-LLM 1.0.0 refuses to start (pydantic extra='forbid')",
+        "trt.yaml:7:3: SITS204 [error] speculative_config.pytorch_weights_path is not an option of TensorRT-LLM "
+        "1.0.0 (EagleDecodingConfig): TensorRT-LLM 1.0.0 refuses to start (pydantic extra='forbid')",
+    ]
+    assert findings(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.0.0")[0].fix_hint == \
+        'did you mean "enable_block_reuse"?'
+    # a series the data does not cover is not judged (no guess from another release)
+    assert rendered(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.2.0") == []
