@@ -94,7 +94,7 @@ def docs_reader() -> DocsOf:
 def entry_key(finding: Any, root: Path, docs_of: DocsOf) -> BaselineKey:
     """The line-independent identity of a finding: (code, path from ``root``, pointer, value hash)."""
     loc = finding.location
-    doc = next((d for d in docs_of(loc.file) if d.index == loc.doc), None)
+    doc = next((d for d in docs_of(loc.file) if d.index == loc.doc_index), None)
     value = ABSENT if doc is None else _resolve(doc.data, loc.pointer)
     return BaselineKey(finding.code, relative_path(loc.file, root), loc.pointer, value_hash(value))
 

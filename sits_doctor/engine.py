@@ -14,7 +14,7 @@ from sits_doctor.loaders import load_paths
 from sits_doctor.modelref import ModelResolver
 from sits_doctor.plan import Plan, Target
 from sits_doctor.source import display_path
-from sits_doctor.settings import Settings, clear_caches, find_config, load_settings
+from sits_doctor.settings import ProjectSettings, clear_caches, find_config, load_settings
 from sits_doctor.versions import parse_target, resolve
 
 
@@ -110,7 +110,7 @@ class _Selection:
     extend-select and ignore), as ruff's does; ``--target`` beats the file's ``target``.
     """
 
-    def __init__(self, settings: Settings, opts: CheckOptions):
+    def __init__(self, settings: ProjectSettings, opts: CheckOptions):
         where = display_path(Path(settings.source)) if settings.source else "<arguments>"
         for name in ("select", "extend_select", "ignore"):
             check_selectors(getattr(settings, name) or (), where, name.replace("_", "-"))
@@ -324,21 +324,21 @@ def _relative_to(path: str | None, root: Path | None) -> str | None:
     return str(root / path)
 
 
-def _base_settings(paths: Sequence[str | Path], opts: CheckOptions) -> Settings:
+def _base_settings(paths: Sequence[str | Path], opts: CheckOptions) -> ProjectSettings:
     if opts.isolated:
-        return Settings()
+        return ProjectSettings()
     if opts.config:
         return load_settings(Path(opts.config))
     found = find_config(Path(paths[0]) if paths else Path.cwd())
-    return load_settings(found) if found else Settings()
+    return load_settings(found) if found else ProjectSettings()
 
 
-def _selection_for(file: str, opts: CheckOptions, base: Settings, cache: dict[str, _Selection]) -> _Selection:
+def _selection_for(file: str, opts: CheckOptions, base: ProjectSettings, cache: dict[str, _Selection]) -> _Selection:
     if opts.isolated or opts.config:
         settings = base
     else:
         found = find_config(Path(file))
-        settings = load_settings(found) if found else Settings()
+        settings = load_settings(found) if found else ProjectSettings()
     key = settings.source or ""
     if key not in cache:
         cache[key] = _Selection(settings, opts)

@@ -57,7 +57,7 @@ class Location(NamedTuple):
     line: int = 1
     col: int = 1
     pointer: str = ""
-    doc: int = 0  # YAML document number (0 for JSON and single-document YAML)
+    doc_index: int = 0  # YAML document number (0 for JSON and single-document YAML)
 
 
 class Finding(NamedTuple):
@@ -78,13 +78,13 @@ class Finding(NamedTuple):
 
     def sort_key(self) -> tuple:
         loc = self.location
-        return (loc.file, loc.doc, loc.line, loc.col, self.code, self.message)
+        return (loc.file, loc.doc_index, loc.line, loc.col, self.code, self.message)
 
     def to_dict(self) -> dict[str, Any]:
         loc = self.location
         return {
             "code": self.code, "name": self.name, "severity": self.severity.value, "message": self.message,
-            "location": {"file": loc.file, "line": loc.line, "col": loc.col, "pointer": loc.pointer, "doc": loc.doc},
+            "location": {"file": loc.file, "line": loc.line, "col": loc.col, "pointer": loc.pointer, "doc": loc.doc_index},
             "plan": self.plan, "evidence": list(self.evidence), "fix_hint": self.fix_hint,
             "fixes": [f.to_dict() for f in self.fixes], "impact": self.impact,
         }

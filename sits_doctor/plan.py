@@ -35,7 +35,7 @@ class Provenance(NamedTuple):
     kind: Literal["file", "default", "derived"] = "file"
     file: str | None = None
     pointer: str = ""
-    doc: int = 0
+    doc_index: int = 0  # which document of a multi-document YAML file
     line: int = 1
     col: int = 1
     note: str | None = None  # "default of vLLM 0.33.0 (vllm/engine/arg_utils.py)", "derived: min(...)"
@@ -53,7 +53,7 @@ class Provenance(NamedTuple):
             line, col = pos.key_line, pos.key_col or 1
         else:
             line, col = pos.line, pos.col
-        return cls(file=doc.path, pointer=pointer, doc=doc.index, line=line, col=col)
+        return cls(file=doc.path, pointer=pointer, doc_index=doc.index, line=line, col=col)
 
     @classmethod
     def default(cls, note: str) -> "Provenance":

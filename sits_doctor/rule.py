@@ -41,7 +41,7 @@ class Rule(NamedTuple):
             name=self.name,
             severity=severity or self.severity,
             message=message,
-            location=Location(file=prov.file or plan.file, line=prov.line, col=prov.col, pointer=prov.pointer, doc=prov.doc),
+            location=Location(file=prov.file or plan.file, line=prov.line, col=prov.col, pointer=prov.pointer, doc_index=prov.doc_index),
             plan=plan.label,
             evidence=tuple(evidence),
             fix_hint=fix_hint,

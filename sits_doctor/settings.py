@@ -23,7 +23,7 @@ from sits_doctor.source import display_path
 CONFIG_NAMES = (".sits-doctor.toml", "pyproject.toml")
 
 
-class Settings(NamedTuple):
+class ProjectSettings(NamedTuple):
     """The settings that apply to a file (all defaults when no settings file is found)."""
 
     select: list[str] | None = None
@@ -70,7 +70,7 @@ def _find_in(folder: Path) -> Path | None:
 
 
 @lru_cache(maxsize=None)
-def load_settings(path: Path) -> Settings:
+def load_settings(path: Path) -> ProjectSettings:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover
@@ -95,7 +95,7 @@ def load_settings(path: Path) -> Settings:
         )
         raise InputError(shown, f"invalid sits-doctor settings: {problems}") from None
     values = {name: getattr(model, name) for name in type(model).model_fields}
-    return Settings(**values)._replace(root=path.parent, source=str(path))
+    return ProjectSettings(**values)._replace(root=path.parent, source=str(path))
 
 
 @lru_cache(maxsize=None)

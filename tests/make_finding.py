@@ -18,6 +18,6 @@ def make_finding(
         name="test-rule",
         severity=severity,
         message=message or f"{code} at {pointer or '(root)'}",
-        location=Location(file=file, line=line, col=col, pointer=pointer, doc=doc),
+        location=Location(file=file, line=line, col=col, pointer=pointer, doc_index=doc),
         plan=plan or file,
     )

@@ -192,7 +192,7 @@ def test_k8s_image_and_env(tmp_path: Path) -> None:
 def test_k8s_second_document_positions(tmp_path: Path) -> None:
     text = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n---\n" + K8S_ARGS.lstrip("\n").split("---")[0]
     (plan,) = load(tmp_path, "k8s.yaml", text).plans
-    assert plan.settings["max_model_len"].prov.doc == 1
+    assert plan.settings["max_model_len"].prov.doc_index == 1
     assert at(plan, "max_model_len") == (16384, 18, 15)  # lines count from the top of the file
 
 

@@ -1,4 +1,4 @@
-"""Settings files, like ruff: ``.sits-doctor.toml`` or ``[tool.sits-doctor]`` in ``pyproject.toml``,
+"""ProjectSettings files, like ruff: ``.sits-doctor.toml`` or ``[tool.sits-doctor]`` in ``pyproject.toml``,
 the closest one above each checked file wins (no merging), command-line options override it,
 ``--isolated`` ignores them, ``--config FILE`` names one.
 """

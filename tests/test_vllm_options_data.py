@@ -133,6 +133,17 @@ def test_option_segments(data, releases):
                 assert seg["dest"] == dest.split("@")[0]
             else:
                 assert "dest" not in seg
+            _check_varies(seg, dest)
+
+
+def _check_varies(seg, what):
+    """An entry marked varies_between_runs lists the other outcomes seen; others carry neither."""
+    if "varies_between_runs" in seg:
+        assert seg["varies_between_runs"] is True, what
+        alts = seg["alternatives"]
+        assert alts and all(a is None or (isinstance(a, dict) and a) for a in alts), what
+    else:
+        assert "alternatives" not in seg, what
 
 
 def test_probe_segments_cover_every_release(data, releases):
@@ -147,6 +158,7 @@ def test_probe_segments_cover_every_release(data, releases):
                 assert "error" not in seg
             else:
                 assert isinstance(seg["error"], str) and seg["error"], (argv, v)
+            _check_varies(seg, argv)
 
 
 def test_the_required_probes_are_there(data):
@@ -348,3 +360,21 @@ def test_old_scan_agrees_where_it_saw_the_flag(data, releases):
             if (v in present) != (flag in flags[v]):
                 disagreements.add((flag, v))
     assert disagreements == set(KNOWN_SCAN_DISAGREEMENTS), sorted(disagreements)
+
+
+def test_guided_decoding_backend_choices_vary_between_processes_in_0_8_5(data, releases):
+    """0.8.5 builds --guided-decoding-backend's choices from one member of
+    Union[Literal[V0 backends], Literal[V1 backends]] picked by iterating a set, so `vllm serve`
+    gets the V0 or the V1 list depending on the process: "outlines" is sometimes refused."""
+    seg = covering(data["options"]["guided_decoding_backend"], "0.8.5", releases)
+    assert seg["varies_between_runs"] is True
+    lists = [seg["choices"]] + [alt["choices"] for alt in seg["alternatives"]]
+    assert sorted(map(tuple, lists)) == [("auto", "guidance", "lm-format-enforcer", "outlines", "xgrammar"),
+                                         ("auto", "guidance", "xgrammar")]
+    p = probe(data, "--guided-decoding-backend outlines", "0.8.5")
+    assert p["varies_between_runs"] is True
+    assert {p["ok"]} | {alt.get("ok", p["ok"]) for alt in p["alternatives"]} == {True, False}
+    # everywhere else the parser table is the same in every process
+    unstable = {(k, s["first"]) for k, segs in data["options"].items() for s in segs
+                if s.get("varies_between_runs")}
+    assert {k for k, _ in unstable} == {"guided_decoding_backend"}, unstable

@@ -89,7 +89,7 @@ def _first(model, keys, *, number: bool = True):
     return None
 
 
-def model_dims(model) -> "ModelDims":
+def model_dims(model):
     """The dimensions of a model config (sits_doctor.plan.ModelFacts), with provenance."""
     from sits_doctor.facts import ModelDims, Value
 

@@ -74,7 +74,7 @@ def split_shell(doc: SourceDoc, script: str, pointer: str) -> list[Token]:
             line, col = doc.lines.linecol(at)
         else:
             line, col = pos.line, pos.col
-        prov = Provenance(file=doc.path, pointer=pointer, doc=doc.index, line=line, col=col)
+        prov = Provenance(file=doc.path, pointer=pointer, doc_index=doc.index, line=line, col=col)
         text = w.text
         templated = not w.operator and ((whole_templated and TEMPLATE_MARK in text) or is_shell_templated(text))
         if start >= 0 and doc.touches_template(start, end):

@@ -1,4 +1,4 @@
-"""Turn a positioned document (or part of one) into dotted-key Settings."""
+"""Turn a positioned document (or part of one) into dotted-key ProjectSettings."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def flatten(
 ) -> dict[str, Setting]:
     """Every mapping key below ``node`` as a Setting keyed ``a.b.c`` (list items as ``a.0``).
 
-    Containers are Settings too (so ``cuda_graph_config: null`` and ``kv_cache_config: {...}``
+    Containers are ProjectSettings too (so ``cuda_graph_config: null`` and ``kv_cache_config: {...}``
     are both visible); ``normalize`` maps each written key to the framework's name for it.
     """
     out: dict[str, Setting] = {}

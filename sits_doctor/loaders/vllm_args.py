@@ -1,9 +1,9 @@
-"""vLLM engine arguments: command-line tokens and YAML keys to normalized Settings.
+"""vLLM engine arguments: command-line tokens and YAML keys to normalized ProjectSettings.
 
 Follows vLLM's own normalization (sits_doctor.frameworks.vllm): ``_`` and ``-`` are the same up
 to the first ``.``; ``--no-X`` turns a boolean off; ``-tp/-pp/-dp/-q/-cc/-ac/-O<n>`` are
 shorthands; ``--a.b=c`` sets a nested field; JSON-valued options are parsed and their fields
-become Settings too; ``max_model_len`` takes ``8k``/``8K`` suffixes. Each Setting records the
+become ProjectSettings too; ``max_model_len`` takes ``8k``/``8K`` suffixes. Each Setting records the
 words it was written with (:class:`~sits_doctor.plan.Site`), so a fix can edit them.
 """
 
@@ -94,7 +94,7 @@ def _is_flag(text: str) -> bool:
 
 
 def expand_nested(setting: Setting) -> dict[str, Setting]:
-    """Fields of a dict-valued option as their own Settings (``compilation_config.x``).
+    """Fields of a dict-valued option as their own ProjectSettings (``compilation_config.x``).
 
     They share the option's position; they have no site of their own (a JSON string is edited
     as a whole)."""

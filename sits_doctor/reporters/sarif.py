@@ -67,7 +67,7 @@ def render(report: Report) -> str:
     for f in report.findings:
         location = artifact(f.location.file, root)
         uri = location["uri"]
-        base = hashlib.sha256(f"{f.code}\0{uri}\0{f.location.doc}\0{f.location.pointer}".encode()).hexdigest()[:32]
+        base = hashlib.sha256(f"{f.code}\0{uri}\0{f.location.doc_index}\0{f.location.pointer}".encode()).hexdigest()[:32]
         seen[base] += 1
         text = f.message + (f"\nhelp: {f.fix_hint}" if f.fix_hint else "")
         result = {

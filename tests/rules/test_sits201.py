@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 
+import harness
 import pytest
 
 from conftest import write
@@ -28,12 +29,8 @@ def genai(session_options: dict | None = None, search: dict | None = None, **mod
 
 
 def findings(tmp_path, monkeypatch, text: str):
-    write(tmp_path, "genai_config.json", text)
-    monkeypatch.chdir(tmp_path)
-    report = check(["genai_config.json"], CheckOptions(targets=["ortgenai==0.18.0"], isolated=True, select=[CODE]))
-    assert not report.errors, report.errors
-    assert not report.internal_errors, report.internal_errors
-    return report.findings
+    return harness.findings(tmp_path, monkeypatch, {"genai_config.json": text}, "genai_config.json", CODE,
+                            "ortgenai==0.18.0")
 
 
 def only(found):

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import json
 
+import harness
 import pytest
 
 from conftest import LLAMA_8B, k8s_deployment, run_cli, write
-from sits_doctor import CheckOptions, check
+
 from sits_doctor.finding import Severity
 
 CODE = "SITS202"
@@ -36,14 +37,7 @@ def model(**fields) -> str:
 
 
 def findings(tmp_path, monkeypatch, files: dict[str, str], main: str, target="vllm==0.29.0", **opts):
-    for name, text in files.items():
-        write(tmp_path, name, text)
-    monkeypatch.chdir(tmp_path)
-    targets = [target] if isinstance(target, str) else list(target)
-    report = check([main], CheckOptions(targets=targets, isolated=True, select=[CODE], **opts))
-    assert not report.errors, report.errors
-    assert not report.internal_errors, report.internal_errors
-    return report.findings
+    return harness.findings(tmp_path, monkeypatch, files, main, CODE, target, **opts)
 
 
 def serve(tmp_path, monkeypatch, max_model_len, config: str, extra: str = "", target="vllm==0.29.0", **opts):

@@ -10,6 +10,7 @@ session_options passed through to AddConfigEntry), src/config.cpp.
 
 from __future__ import annotations
 
+import harness
 import pytest
 
 from conftest import k8s_deployment, write
@@ -20,12 +21,7 @@ CODE = "SITS204"
 
 
 def findings(tmp_path, monkeypatch, name: str, text: str, target: str):
-    write(tmp_path, name, text)
-    monkeypatch.chdir(tmp_path)
-    report = check([name], CheckOptions(targets=[target], isolated=True, select=[CODE]))
-    assert not report.errors, report.errors
-    assert not report.internal_errors, report.internal_errors
-    return report.findings
+    return harness.findings(tmp_path, monkeypatch, {name: text}, name, CODE, target)
 
 
 def rendered(tmp_path, monkeypatch, name, text, target) -> list[str]:

@@ -8,22 +8,18 @@ appends ``--key`` for ``true`` and, up to 0.27.1, nothing for ``false``; from 0.
 
 from __future__ import annotations
 
+import harness
 import pytest
 
-from conftest import k8s_deployment, write
-from sits_doctor import CheckOptions, check
+from conftest import k8s_deployment
+
 from sits_doctor.finding import Severity
 
 CODE = "SITS205"
 
 
 def findings(tmp_path, monkeypatch, name: str, text: str, version: str):
-    write(tmp_path, name, text)
-    monkeypatch.chdir(tmp_path)
-    report = check([name], CheckOptions(targets=[f"vllm=={version}"], isolated=True, select=[CODE]))
-    assert not report.errors, report.errors
-    assert not report.internal_errors, report.internal_errors
-    return report.findings
+    return harness.findings(tmp_path, monkeypatch, {name: text}, name, CODE, f"vllm=={version}")
 
 
 def serve(tmp_path, monkeypatch, line: str, version: str = "0.27.1"):
