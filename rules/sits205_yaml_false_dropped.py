@@ -76,20 +76,15 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         return
     version = V(ctx.target.version)
     fixed_in = V(fw.YAML_FALSE_AS_NO_FLAG)
+    serving = plan.facts.serving if plan.facts is not None else None
     for key, setting in plan.settings.items():
-        if "." in key or setting.raw is not False or fw.default_off(key):
+        if fw.default_off(key) or not fw.yaml_false_dropped(setting, ctx.target.version):
             continue
-        if version >= fixed_in and "_" not in setting.raw_key:
-            continue  # 0.28+ passes --no-<key>, but only for the dashed spelling
-        low, high = fw.STORE_BOOLEAN_SPAN
-        if key in fw.STORE_BOOLEAN and setting.raw_key == key and V(low) <= version < V(high):
-            continue  # passed on as --key False
         on = fw.default_on(key, version)
         flag = f"--no-{key.replace('_', '-')}"
-        evidence = [f"target: {ctx.target}"]
-        if on:
-            since = fw.OPTIONS[key].default_on
-            evidence.insert(0, f"{key} = on (default of {ctx.target.name}: V1 engine, from {since})")
+        effective = getattr(serving, _SERVING_FIELD.get(key, ""), None) if serving is not None else None
+        evidence = [f"{key} = {effective}" if effective is not None else None, f"target: {ctx.target}"]
+        evidence = [e for e in evidence if e]
         if version >= fixed_in:
             dashed = setting.raw_key.replace("_", "-")
             yield RULE.finding(
@@ -119,3 +114,7 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
                 evidence=evidence, severity=Severity.INFO,
                 fix_hint=f"pass {flag} on the command line if the default is on, or upgrade to vLLM ≥{fw.YAML_FALSE_AS_NO_FLAG}",
             )
+
+
+# The Serving fact that holds an option's effective value (its default once the line is dropped).
+_SERVING_FIELD = {fw.PREFIX_CACHING: "prefix_caching", fw.CHUNKED_PREFILL: "chunked_prefill"}

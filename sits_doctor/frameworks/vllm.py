@@ -152,6 +152,8 @@ MODEL = "model"
 REVISION = "revision"
 HF_OVERRIDES = "hf_overrides"
 MAX_MODEL_LEN = "max_model_len"
+PREFIX_CACHING = "enable_prefix_caching"
+CHUNKED_PREFILL = "enable_chunked_prefill"
 DISABLE_SLIDING_WINDOW = "disable_sliding_window"
 OPTIMIZATION_LEVEL = "optimization_level"  # -O<n>
 # Words a broken file must contain to be reported as a broken vLLM config while walking.
@@ -222,6 +224,21 @@ def default_off(name: str) -> bool:
     return name in DEFAULT_OFF
 
 
+def yaml_false_dropped(setting, version) -> bool:
+    """Whether vLLM's --config loader drops this `key: false` line (``load_config_file``: every
+    false before 0.28; from 0.28 only underscored keys, whose --no-<key> is no flag; 0.6.6 … 0.8.4
+    pass StoreBoolean options spelled as their dest on as ``--key False``)."""
+    from sits_doctor.versions import V
+
+    if setting.raw is not False or "." in setting.key:
+        return False
+    ver = V(version)
+    if ver >= V(YAML_FALSE_AS_NO_FLAG):
+        return "_" in setting.raw_key
+    low, high = STORE_BOOLEAN_SPAN
+    return not (setting.key in STORE_BOOLEAN and setting.raw_key == setting.key and V(low) <= ver < V(high))
+
+
 # --- effective serving facts ------------------------------------------------------------------
 GPU_MEMORY_UTILIZATION_092 = "0.20.0"  # default 0.92 from here (0.90 before)
 DEFAULT_BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
@@ -233,6 +250,7 @@ BATCH_DEFAULTS_NOTE = ("depends on the GPU (EngineArgs.get_batch_defaults: 1024 
 def effective(plan, target, model_dims=None):
     """The :class:`~sits_doctor.facts.Serving` of a vLLM Plan at ``target`` (a Target)."""
     from sits_doctor.facts import Serving, Value
+    from sits_doctor.plan import Provenance
     from sits_doctor.versions import V
 
     version = target.version
@@ -250,6 +268,11 @@ def effective(plan, target, model_dims=None):
 
     def val(key, fallback=None, *more):
         s = setting(key, *more)
+        if s is not None and plan.kind == "vllm-yaml" and yaml_false_dropped(s, version):
+            if fallback is None:
+                return None
+            return Value(fallback.value, Provenance.derived(
+                f"`{s.raw_key}: false` ({s.prov}) is dropped by vLLM {version}'s config loader; {fallback.prov}"))
         return Value.of(s) if s is not None else fallback
 
     eager = val("enforce_eager", default(False))
@@ -298,8 +321,8 @@ def effective(plan, target, model_dims=None):
         capture_sizes=val("cudagraph_capture_sizes", None, "compilation_config.cudagraph_capture_sizes", "cuda_graph_sizes"),
         max_capture_size=capture,
         attention_backend=backend,
-        prefix_caching=val("enable_prefix_caching", default(True) if on_v1 else None),
-        chunked_prefill=val("enable_chunked_prefill", default(True) if on_v1 else None),
+        prefix_caching=val(PREFIX_CACHING, default(True) if on_v1 else None),
+        chunked_prefill=val(CHUNKED_PREFILL, default(True) if on_v1 else None),
         speculative=val("speculative_config"),
     )
 
