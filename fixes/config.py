@@ -45,6 +45,19 @@ def replace_value(setting: Setting, value: Any, title: str, safety: Safety = Saf
     return _build(setting, title, safety, lambda site, doc: _replace_value_site(site, doc, value))
 
 
+def rewrite_word(setting: Setting, word: str, title: str, safety: Safety = Safety.SAFE) -> Fix | None:
+    """Replace a one-word command-line option (``--flag=value``) by ``word`` (``--no-flag``)."""
+    def make(site: Site, doc: SourceDoc) -> list[Edit]:
+        if site.kind not in ("argv", "shell") or len(site.words) != 1 or site.words[0].start < 0:
+            raise CannotEdit("the option is not one word of its own")
+        if not _plain_shell(word):
+            raise CannotEdit("the new word needs quoting")
+        w = site.words[0]
+        return [Edit(w.start + len(w.quote), w.end - len(w.quote), word)]
+
+    return _build(setting, title, safety, make)
+
+
 def display(setting: Setting | None, title: str, why: str) -> Fix | None:
     """A fix shown to the user but never applied."""
     site = setting.site if setting is not None else None
@@ -88,9 +101,7 @@ def _remove_site(site: Site, doc: SourceDoc) -> list[Edit]:
 
 def _rename_site(site: Site, doc: SourceDoc, new_key: str) -> list[Edit]:
     if site.kind in ("mapping", "helm"):
-        pos = doc.positions.get(site.pointer)
-        if pos is None or pos.key_start < 0:
-            raise CannotEdit("the key's position is unknown")
+        pos = _located(doc, site.pointer, "key")
         return [Edit(pos.key_start, pos.key_end, _key_text(doc, pos, new_key))]
     if site.kind in ("argv", "shell"):
         word = site.words[0]
@@ -109,9 +120,7 @@ def _rename_site(site: Site, doc: SourceDoc, new_key: str) -> list[Edit]:
 
 def _replace_value_site(site: Site, doc: SourceDoc, value: Any) -> list[Edit]:
     if site.kind in ("mapping", "helm"):
-        pos = doc.positions.get(site.pointer)
-        if pos is None or pos.start < 0:
-            raise CannotEdit("the value's position is unknown")
+        pos = _located(doc, site.pointer, "value")
         if pos.style in ("|", ">", "flow", "block"):
             raise CannotEdit("the value is a block or a collection")
         if doc.text[pos.start: pos.start + 1] in ("*", "&"):
@@ -139,6 +148,13 @@ def _replace_value_site(site: Site, doc: SourceDoc, value: Any) -> list[Edit]:
             return [Edit(word.start, word.end, _scalar_text(doc, pos, str(value)))]
         return [Edit(word.start, word.end, f"{word.quote}{text}{word.quote}")]
     raise CannotEdit(f"cannot change a {site.kind} setting")
+
+
+def _located(doc: SourceDoc, pointer: str, part: str) -> Pos:
+    pos = doc.positions.get(pointer)
+    if pos is None or (pos.key_start if part == "key" else pos.start) < 0:
+        raise CannotEdit(f"the {part}'s position is unknown")
+    return pos
 
 
 # --- removing members and items ----------------------------------------------------------------

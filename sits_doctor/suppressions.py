@@ -33,7 +33,6 @@ node (or on the parent, above a first key) in shapes that are hard to map back t
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from dataclasses import dataclass, field
@@ -515,9 +514,6 @@ def _key_at(lines: list[str], first: int, last: int, key: str) -> tuple[int, int
 
 
 def _display(path: Path) -> str:
-    """As the user reads it: relative to the working directory when inside it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return str(path)
-    return str(path) if rel.startswith("..") else rel
+    from sits_doctor.source import display_path
+
+    return display_path(path)

@@ -79,13 +79,8 @@ def _word(script: str, i: int) -> tuple[ShellWord, int]:
         elif c == '"':
             i = _double_quoted(script, i + 1, chars)
             quotes.append('"')
-        elif c == "`" or (c == "$" and script.startswith(("$(", "${"), i)):
-            end = _matching(script, i)
-            chars.append(script[i:end])
-            i = end
         else:
-            chars.append(c)
-            i += 1
+            i = _plain_char(script, i, chars)
     end = min(i, n)
     raw = script[start:end]
     whole = raw[:1] if len(quotes) == 1 and raw[:1] in "'\"" and raw[-1:] == raw[:1] and len(raw) >= 2 else ""
@@ -100,13 +95,18 @@ def _double_quoted(script: str, i: int, chars: list[str]) -> int:
             if script[i + 1] != "\n":
                 chars.append(script[i + 1])
             i += 2
-        elif c == "`" or (c == "$" and script.startswith(("$(", "${"), i)):
-            end = _matching(script, i)
-            chars.append(script[i:end])
-            i = end
         else:
-            chars.append(c)
-            i += 1
+            i = _plain_char(script, i, chars)
+    return i + 1
+
+
+def _plain_char(script: str, i: int, chars: list[str]) -> int:
+    """One character, or a whole ``$(...)``/``${...}``/backtick group kept as written."""
+    if script[i] == "`" or (script[i] == "$" and script.startswith(("$(", "${"), i)):
+        end = _matching(script, i)
+        chars.append(script[i:end])
+        return end
+    chars.append(script[i])
     return i + 1
 
 
