@@ -19,7 +19,7 @@ from sits_doctor.finding import Edit, Fix, Safety
 from sits_doctor.plan import Setting, Site, Word
 from sits_doctor.source import Pos, SourceDoc
 
-_PLAIN_SAFE = re.compile(r"^[A-Za-z0-9_./][A-Za-z0-9_./+-]*$")
+_PLAIN_SAFE = re.compile(r"^(?:[A-Za-z0-9_./]|-[A-Za-z0-9_.-])[A-Za-z0-9_./+=-]*$")  # --flag is plain too
 _YAML_11_WORDS = frozenset("y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL ~".split())
 
 

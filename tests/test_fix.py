@@ -242,3 +242,28 @@ def test_fixes_that_never_settle_write_nothing(tmp_path, hermetic, monkeypatch):
     assert path.read_text() == SWAP
     (file_result,) = result.files
     assert file_result.problem == f"did not settle after {fixer.MAX_ROUNDS} rounds of fixes; nothing written"
+
+
+# --- adding an option where the plan's options are written ------------------------------------------
+
+@pytest.mark.parametrize(("name", "text", "expected"), [
+    ("serve.yaml", "model: ./m\nmax-model-len: 4096  # ctx\n", "model: ./m\nmax-model-len: 4096  # ctx\nenforce-eager: true\n"),
+    ("serve.yaml", "model: ./m\nmax_model_len: 4096", "model: ./m\nmax_model_len: 4096\nenforce_eager: true\n"),
+    ("k8s.yaml", None, None),
+], ids=["yaml-dashed", "yaml-underscored-no-final-newline", "k8s-args"])
+def test_add_option_writes_in_the_files_style(tmp_path, hermetic, name, text, expected):
+    from conftest import k8s_deployment
+
+    from sits_doctor.fixes.config_insert import add_option
+    from sits_doctor.loaders import load_paths
+
+    if text is None:
+        text = k8s_deployment("          image: vllm/vllm-openai:v0.11.0",
+                              "          args:", "            - --model", "            - org/m")
+        expected = text + "            - --enforce-eager\n"
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    (plan,) = load_paths([path]).plans
+    fix = add_option(plan, "enforce_eager", True, "add --enforce-eager")
+    assert fix.safety is Safety.SAFE, fix.why_not
+    assert fixer.apply_edits(text, fix.edits) == expected

@@ -210,3 +210,101 @@ def test_removing_an_option_from_a_shell_string_removes_exactly_its_words(groups
     words_after = shlex.split(new_script.replace("\\\n", " ").replace("&&", " && "))
     assert words_after[:3] == ["vllm", "serve", "m"]
     assert [w for w in words_after[3:] if w not in ("&&", "echo", "done")] == keep
+
+
+# --- adding ---------------------------------------------------------------------------------------
+
+from sits_doctor.fixes.config_insert import add_member, add_words  # noqa: E402
+
+
+def _mappings(data, pointer=""):
+    if isinstance(data, dict):
+        yield pointer, data
+        for k, v in data.items():
+            yield from _mappings(v, f"{pointer}/{k}")
+
+
+@PROPS
+@given(data=DOCS, style=st.sampled_from(["json-indent", "json-compact", "yaml-flow", "yaml-block"]),
+       pick=st.integers(0, 10**6), new=NEW_VALUES, crlf=st.booleans())
+def test_adding_a_key_adds_exactly_that_key(data, style, pick, new, crlf):
+    text, docs = _render(data, style)
+    if crlf and style != "json-compact":
+        text = text.replace("\n", "\r\n")
+        docs = [parse_json(text, "c.json")] if style.startswith("json") else parse_yaml(text, "c.yaml")
+    doc = docs[0]
+    maps = list(_mappings(doc.data))
+    if style == "yaml-flow":
+        maps = [(p, m) for p, m in maps if p.startswith("/y")]
+    assume(maps)
+    pointer, mapping = maps[pick % len(maps)]
+    assume(mapping and "zz" not in mapping)
+    try:
+        e = add_member(doc, pointer, "zz", new)
+    except edit.CannotEdit:
+        assume(False)
+    out = apply_edits(text, [e])
+    got = _data_of(out, style)
+    expected = json.loads(json.dumps(doc.data))
+    node = expected
+    for part in [p for p in pointer.split("/") if p]:
+        node = node[part]
+    node["zz"] = new
+    assert got == expected
+    assert out[: e.start] == text[: e.start] and out[e.start + len(e.new):] == text[e.start:]
+    if crlf and "\n" in e.new:
+        assert "\r\n" in e.new and "\n" not in e.new.replace("\r\n", "")
+
+
+@PROPS
+@given(groups=ARG_WORDS, style=st.sampled_from(["block", "flow", "flow-lines", "json"]),
+       new=st.lists(st.text("abc0123:/._-", min_size=1, max_size=6), min_size=1, max_size=2))
+def test_adding_words_to_an_argv_list_appends_exactly_them(groups, style, new):
+    argv = _argv(groups)
+    if style == "json":
+        text = json.dumps({"args": argv}, indent=1)
+        doc = parse_json(text, "c.json")
+    elif style == "flow":
+        text = "args: " + json.dumps(argv) + "  # tail\nafter: 1\n"
+        (doc,) = parse_yaml(text, "c.yaml")
+    elif style == "flow-lines":
+        text = "args: [\n" + ",\n".join(f"    {json.dumps(a)}" for a in argv) + "\n]\nafter: 1\n"
+        (doc,) = parse_yaml(text, "c.yaml")
+    else:
+        text = "args:\n" + "".join(f"  - {json.dumps(a)}\n" for a in argv) + "after: 1\n"
+        (doc,) = parse_yaml(text, "c.yaml")
+    tokens = words(doc, [("/args", doc.data["args"])])
+    from sits_doctor.loaders.vllm_args import site_of
+
+    e = add_words(doc, site_of(doc, tokens), new)
+    out = apply_edits(text, [e])
+    data = json.loads(out) if style == "json" else parse_yaml(out, "c.yaml")[0].data
+    assert data["args"] == argv + new
+    if style != "json":
+        assert data["after"] == 1
+
+
+@PROPS
+@given(groups=st.lists(st.tuples(st.sampled_from(["--alpha", "--beta", "--gamma"]), SHELL_VALUES),
+                       min_size=1, max_size=3, unique_by=lambda t: t[0]),
+       layout=st.sampled_from(["one-line", "continued"]),
+       new=st.lists(st.text("abc0123:/._-", min_size=1, max_size=6), min_size=1, max_size=2))
+def test_adding_words_to_a_shell_string_appends_exactly_them(groups, layout, new):
+    parts = [f"{flag} {value}" for flag, value in groups]
+    if layout == "one-line":
+        script = "vllm serve m " + " ".join(parts)
+        text = "cmd: " + json.dumps(script) + "\n"
+    else:
+        script = "vllm serve m \\\n" + " \\\n".join("  " + p for p in parts) + "\n"
+        text = "cmd: |\n" + "".join("  " + line + "\n" for line in script.rstrip("\n").split("\n"))
+    (doc,) = parse_yaml(text, "c.yaml")
+    tokens = words(doc, [("/cmd", doc.data["cmd"])])
+    from sits_doctor.loaders.vllm_args import site_of
+
+    site = site_of(doc, tokens)
+    assume(site.words[-1].start >= 0)
+    e = add_words(doc, site, new)
+    out = apply_edits(text, [e])
+    before = shlex.split(script.replace("\\\n", " "))
+    after = shlex.split(parse_yaml(out, "c.yaml")[0].data["cmd"].replace("\\\n", " "))
+    assert after == before + new
