@@ -1,9 +1,14 @@
 """value-rejected-by-parser (SITS201)
 
 ## What it does
-Reports values of the wrong type where the framework's config parser is strict, so the
-deployment fails to load: in vLLM before 0.8.4, `--max-model-len 8k` (size suffixes arrived
-with 0.8.4's `human_readable_int`); in ORT GenAI's `genai_config.json`, provider options must be JSON
+Reports values the framework's parser refuses, so the deployment fails to start:
+- **vLLM**, judged with the target release's own argument parser: a value for a flag that takes
+  none (`--enable-chunked-prefill=false` and `--enable-chunked-prefill false` from 0.8.5, where
+  it became a BooleanOptionalAction), a number that is not one, a value outside the option's
+  choices (`--block-size 24` before 0.18), an integer `--compilation-config 3` (from 0.9.2),
+  `--max-model-len 8k` before 0.8.4 (size suffixes arrived with `human_readable_int`) and
+  `--max-model-len auto` before 0.14.
+- **ORT GenAI** `genai_config.json`: a missing or zero `model.context_length`; provider options must be JSON
 strings (`"enable_cuda_graph": "1"`, not `true`), integers must be integral numbers, booleans
 must be JSON booleans, `null` is never accepted for a known key, and enumerations
 (`graph_optimization_level`) must be spelled exactly.
@@ -30,15 +35,19 @@ parser reads it). `sits-doctor fix` does it where the right value is unambiguous
 option `true`/`1` becomes `"1"`, a suffixed `max_model_len` its plain number.
 
 ## How it is measured
-Not measured: a predicted load failure, from a JSON Schema of what the newest ORT GenAI parser
-accepts (sits_doctor/schemas/ortgenai.py).
+Not measured: a predicted startup failure, from the options each vLLM release's parser
+declares (type, action, choices) and a JSON Schema of what the newest ORT GenAI parser accepts;
+both are checked against the real parsers' verdicts on probe inputs (tests replay every probe).
 
 ## Sources
 - microsoft/onnxruntime-genai `src/config.cpp`, `src/json.h` (@00a26d59): typed getters,
-  `SafeDoubleToInt`, provider options as strings; reproduced on the 0.18.0 wheel.
-- shared/research/trtllm-ortgenai-facts.md §5, §6 (provider option values must be strings).
-- vLLM `vllm/engine/arg_utils.py`: `human_readable_int` is the type of `--max-model-len` from
-  0.8.4 (absent in 0.8.0; present in 0.8.4, 0.8.5, 0.10.2, 0.11.0, 0.33.0 source releases).
+  `SafeDoubleToInt`, provider options as strings, "model context_length is 0 or was not set";
+  replayed on the wheels 0.5.2 … 0.18.0.
+- vLLM `vllm/engine/arg_utils.py@0.8.4`: `human_readable_int` becomes the type of
+  `--max-model-len`, `human_readable_int_or_auto`@0.14.0; `BooleanOptionalAction` for boolean
+  config fields @0.8.5 (`StoreBoolean`, which took a value, before); `CompilationConfig`
+  validation of the `--compilation-config` value @0.9.2 — each verdict from running that
+  release's parser (tools/gen_vllm_options.py).
 """
 
 from __future__ import annotations

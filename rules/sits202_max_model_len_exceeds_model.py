@@ -46,7 +46,8 @@ model cannot be found, the rule reports that as info and names what is missing.
   Gemma3 exemption (≥0.8), `rope_parameters` (≥0.12), YaRN exempt from scaling from 0.30.0 (up
   to 0.29: `original_max_position_embeddings × factor`), the ValueError text (unchanged
   0.8.5 → 0.33.0) and `VLLM_ALLOW_LONG_MAX_MODEL_LEN`.
-- shared/research/vllm-hf-facts.md §1, §1a (derivation), §8 (RoPE field names), §10.
+- transformers `configuration_utils.py` `get_text_config()`@5.24.0 (the text config of
+  multimodal models) and the v5 `rope_parameters` field (`modeling_rope_utils.py`@5.0.0).
 """
 
 from __future__ import annotations

@@ -2,13 +2,17 @@
 
 ## What it does
 Reports options that the target framework version rejects at startup or silently ignores:
-- **vLLM** engine arguments (command line, `--config` YAML, Kubernetes/compose/Helm wrappers)
-  that the target version no longer has (`--swap-space` ≥0.18, `--calculate-kv-scales` ≥0.28,
-  `--max-seq-len-to-capture` ≥0.11, `--cuda-graph-sizes` ≥0.13, `--task` ≥0.13, ...) or does not
-  have yet (`--max-cudagraph-capture-size` <0.11.1), and the `VLLM_ATTENTION_BACKEND` environment
-  variable, which vLLM ≥0.16 ignores.
+- **vLLM** options (command line, `--config` YAML, Kubernetes/compose/Helm wrappers) judged by
+  the target release's own argument parser: flags it no longer has (`--swap-space` ≥0.18,
+  `--calculate-kv-scales` ≥0.28, `--max-seq-len-to-capture` ≥0.11, `--disable-log-requests`
+  0.17–0.32 — 0.33 accepts it again as the generated opposite of `--enable-log-requests`), flags
+  it does not have yet (`--max-cudagraph-capture-size` <0.11.1), flags no release has (a typo,
+  with the closest real flag), deprecated flags, abbreviations argparse accepts only while they
+  stay unique (`--max-num-seq`, info), `compilation_config.level` (gone in 0.18), and the
+  `VLLM_ATTENTION_BACKEND` environment variable, which vLLM ≥0.16 ignores.
 - **TensorRT-LLM** LLM-API / `trtllm-serve` YAML keys from before 1.0 (`use_cuda_graph`,
-  `kv_cache_dtype`, `pytorch_backend_config`, ...), which 1.x rejects (`extra="forbid"`).
+  `kv_cache_dtype`, `pytorch_backend_config`, ...), which 1.x rejects (`extra="forbid"`), and, for
+  the release series whose models were read (1.0.x), any key the models do not have.
 - **transformers** `generation_config.json` `cache_implementation` values the target version
   rejects (`"mamba"` from 4.56, `"dynamic_full"` by 5.24, `"offloaded"` before 4.50, ...).
 - **ORT GenAI** `genai_config.json` keys its strict parser rejects (`Unknown value`), top-level
@@ -39,26 +43,28 @@ successor takes the same value (`--guided-decoding-backend` → `--structured-ou
 safe). TensorRT-LLM pre-1.0 keys move into other sections: the fix is shown, not applied.
 
 ## How it is measured
-Not measured: a predicted startup failure or an ignored setting, from the option tables below
-and the target version (`--target`, the image tag, the installed package, or the newest version
-known, in that order; the finding's evidence says which).
+Not measured: a predicted startup failure or an ignored setting. vLLM flags are looked up in a
+table made by running each release's own argument parser (64 releases, 0.6.0 … 0.33.0; a target
+between two releases is judged by the nearest one below, and the evidence says so); the target
+version comes from `--target`, the image tag, the installed package, or else the newest release
+known (said to be assumed).
 
 ## Sources
-- vLLM: presence of each flag in `vllm/engine/arg_utils.py` / `vllm/entrypoints/openai/cli_args.py`
-  of the source releases 0.5.5 … 0.33.0 (last version with the flag, first without);
+- vLLM: the argument parser of every release on PyPI with a source distribution, 0.6.0 … 0.33.0
+  (`vllm/engine/arg_utils.py` `EngineArgs.add_cli_args`, `vllm/entrypoints/openai/cli_args.py`
+  `make_arg_parser`, `vllm/utils/argparse_utils.py` `FlexibleArgumentParser`@0.33.0, which adds
+  `--disable-X` for `--enable-X`), run by tools/gen_vllm_options.py;
   `VLLM_ATTENTION_BACKEND` in `vllm/envs.py` (present 0.14.0, absent 0.16.0);
   `CompilationConfig.max_capture_size` `init=False` (`vllm/config/compilation.py@0.11.0`), gone in
-  0.11.1, and `extra="forbid"` on `CompilationConfig` from 0.13.0; the table is checked against a
-  scan of the flags in each source release (tests/data/vllm_flags.json, tools/scan_vllm_flags.py);
-  shared/research/vllm-hf-facts.md §1, §1b, §1c.
+  0.11.1, and `extra="forbid"` on `CompilationConfig` from 0.13.0.
 - TensorRT-LLM: release notes 1.0 "API Changes" (`docs/source/release-notes.md`), v1.0.0rc2
-  (#5014, `cuda_graph_config`), `tensorrt_llm/llmapi/llm_args.py` (`StrictBaseModel`,
-  `extra="forbid"`); shared/research/trtllm-ortgenai-facts.md §3.
+  (#5014, `cuda_graph_config`), `tensorrt_llm/llmapi/llm_args.py@v1.0.0` (`StrictBaseModel`,
+  `extra="forbid"`, the fields of every config class; read by tools/gen_trtllm_options.py).
 - transformers: `generation/configuration_utils.py` (`ALL_CACHE_IMPLEMENTATIONS`, and `"paged"`
   from 5.0; `validate()` runs in `GenerationConfig.__init__`) in the wheels 4.45.2, 4.50.0,
-  4.53.0, 4.56.0, 5.0.0, 5.10.4 and 5.24.0; shared/research/vllm-hf-facts.md §7.
-- ORT GenAI: `src/config.cpp`, `src/json.h` (microsoft/onnxruntime-genai @00a26d59), behaviour
-  reproduced on the 0.18.0 wheel; shared/research/trtllm-ortgenai-facts.md §5.
+  4.53.0, 4.56.0, 5.0.0, 5.10.4 and 5.24.0.
+- ORT GenAI: `src/config.cpp`, `src/json.h` (microsoft/onnxruntime-genai @00a26d59); every
+  verdict replayed on the wheels 0.5.2 … 0.18.0 by tools/probe_ortgenai.py.
 """
 
 from __future__ import annotations

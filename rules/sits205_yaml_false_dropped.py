@@ -41,7 +41,7 @@ whose default is unknown for the target version is reported as info.
 - vLLM `load_config_file` (`vllm/utils/argparse_utils.py@0.28.0` and `@0.33.0`; `vllm/utils.py`
   in older releases): booleans become `--key` when true; for false, from 0.28 only,
   `--no-{key}` with the key as written, kept only if that exact flag exists
-  (shared/research/vllm-hf-facts.md §2).
+  (the probes of tools/gen_vllm_options.py confirm which `--no-` flags each release has).
 - `vllm/utils.py@0.8.0` (the same from 0.6.6.post1 to 0.8.4): `false` for a StoreBoolean option
   (`enable_chunked_prefill`, `multi_step_stream_outputs`,
   `disable_logprobs_during_spec_decoding`) spelled as its dest (underscores) is passed on as
