@@ -47,7 +47,7 @@ whose default is unknown for the target version is reported as info.
   `disable_logprobs_during_spec_decoding`) spelled as its dest (underscores) is passed on as
   `--key False`, so it works there.
 - Defaults: `enable_prefix_caching` on for generative models and `enable_chunked_prefill` on in
-  the V1 engine (default from 0.8; §1). `--no-` forms: BooleanOptionalAction for boolean config
+  the V1 engine (default from 0.8: `vllm/engine/arg_utils.py@0.8.0`). `--no-` forms: BooleanOptionalAction for boolean config
   fields from 0.8.5 (`vllm/engine/arg_utils.py`).
 """
 
