@@ -606,3 +606,16 @@ def test_hf_multimodal_text_config(tmp_path: Path) -> None:
     assert fact.value == 4096
     assert (fact.prov.line, fact.prov.col) == (10, 5)
     assert fact.prov.pointer == "/text_config/max_position_embeddings"
+
+
+def test_mlc_chat_config_is_not_taken_for_a_transformers_config(tmp_path):
+    """MLC LLM's mlc-chat-config.json has model_type and vocab_size at the top, like a transformers
+    config.json, but also its own keys (model_config, conv_template, context_window_size)."""
+    from sits_doctor.loaders import load_paths
+
+    path = tmp_path / "mlc-chat-config.json"
+    path.write_text('{"model_type": "llama", "vocab_size": 32000, "context_window_size": 4096, '
+                    '"conv_template": {"name": "llama-2"}, "model_config": {"hidden_size": 4096}}')
+    result = load_paths([tmp_path])
+    assert result.plans == []
+    assert [why for _, why in result.skipped_files] == ["not a recognized config"]
