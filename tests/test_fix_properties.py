@@ -144,19 +144,26 @@ def _argv(groups) -> list[str]:
     return ["serve"] + [w for flag, values in groups for w in (flag, *values)]
 
 
-@PROPS
-@given(groups=ARG_WORDS, style=st.sampled_from(["block", "flow", "json"]), pick=st.integers(0, 100))
-def test_removing_an_option_from_an_argv_list_removes_exactly_its_items(groups, style, pick):
-    argv = _argv(groups)
+def _argv_doc(argv: list[str], style: str):
+    """``args:`` holding ``argv`` in one of four layouts; returns (text, document)."""
     if style == "json":
         text = json.dumps({"args": argv}, indent=1)
-        doc = parse_json(text, "c.json")
-    elif style == "flow":
+        return text, parse_json(text, "c.json")
+    if style == "flow":
         text = "args: " + json.dumps(argv) + "  # tail\nafter: 1\n"
-        (doc,) = parse_yaml(text, "c.yaml")
+    elif style == "flow-lines":
+        text = "args: [\n" + ",\n".join(f"    {json.dumps(a)}" for a in argv) + "\n]\nafter: 1\n"
     else:
         text = "args:\n" + "".join(f"  - {json.dumps(a)}\n" for a in argv) + "after: 1\n"
-        (doc,) = parse_yaml(text, "c.yaml")
+    (doc,) = parse_yaml(text, "c.yaml")
+    return text, doc
+
+
+@PROPS
+@given(groups=ARG_WORDS, style=st.sampled_from(["block", "flow", "flow-lines", "json"]), pick=st.integers(0, 100))
+def test_removing_an_option_from_an_argv_list_removes_exactly_its_items(groups, style, pick):
+    argv = _argv(groups)
+    text, doc = _argv_doc(argv, style)
     tokens = words(doc, [("/args", doc.data["args"])])
     parsed, _ = parse_args(tokens[1:], doc)
     flag, values = groups[pick % len(groups)]
@@ -261,18 +268,7 @@ def test_adding_a_key_adds_exactly_that_key(data, style, pick, new, crlf):
        new=st.lists(st.text("abc0123:/._-", min_size=1, max_size=6), min_size=1, max_size=2))
 def test_adding_words_to_an_argv_list_appends_exactly_them(groups, style, new):
     argv = _argv(groups)
-    if style == "json":
-        text = json.dumps({"args": argv}, indent=1)
-        doc = parse_json(text, "c.json")
-    elif style == "flow":
-        text = "args: " + json.dumps(argv) + "  # tail\nafter: 1\n"
-        (doc,) = parse_yaml(text, "c.yaml")
-    elif style == "flow-lines":
-        text = "args: [\n" + ",\n".join(f"    {json.dumps(a)}" for a in argv) + "\n]\nafter: 1\n"
-        (doc,) = parse_yaml(text, "c.yaml")
-    else:
-        text = "args:\n" + "".join(f"  - {json.dumps(a)}\n" for a in argv) + "after: 1\n"
-        (doc,) = parse_yaml(text, "c.yaml")
+    text, doc = _argv_doc(argv, style)
     tokens = words(doc, [("/args", doc.data["args"])])
     from sits_doctor.loaders.vllm_args import site_of
 
