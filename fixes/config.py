@@ -20,6 +20,7 @@ from sits_doctor.plan import Setting, Site, Word
 from sits_doctor.source import Pos, SourceDoc
 
 _PLAIN_SAFE = re.compile(r"^(?:[A-Za-z0-9_./]|-[A-Za-z0-9_.-])[A-Za-z0-9_./+=-]*$")  # --flag is plain too
+_ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s,\[\]{}]+")
 _YAML_11_WORDS = frozenset("y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL ~".split())
 
 
@@ -76,10 +77,15 @@ def _build(setting: Setting, title: str, safety: Safety, make) -> Fix | None:
     try:
         if setting.templated:
             raise CannotEdit("the value comes from a template or a variable")
+        for pointer in {site.pointer, *(w.pointer for w in site.words)}:
+            if doc.is_shared(pointer):
+                raise CannotEdit("it is written once for several places (a YAML anchor, alias or << merge)")
         edits = make(site, doc)
         for e in edits:
             if doc.touches_template(e.start, e.end):
                 raise CannotEdit("the edit would touch a {{ }} template action")
+            if _ANCHOR.search(doc.text, e.start, e.end):
+                raise CannotEdit("the edit would change a YAML anchor that other entries may use")
     except CannotEdit as why:
         return Fix(title, doc.path, (), Safety.DISPLAY, str(why), doc.text)
     return Fix(title, doc.path, tuple(sorted(edits, key=lambda e: e.start)), safety, None, doc.text)

@@ -43,7 +43,7 @@ class FileResult:
     def diff(self) -> str:
         lines = difflib.unified_diff(
             self.original.splitlines(keepends=True), self.new.splitlines(keepends=True),
-            fromfile=f"a/{self.path}", tofile=f"b/{self.path}",
+            fromfile=f"a/{self.path.lstrip('/')}", tofile=f"b/{self.path.lstrip('/')}",
         )
         out = []
         for line in lines:

@@ -60,6 +60,18 @@ class SourceDoc:
     templated: set[str] = field(default_factory=set)  # pointers whose value came from {{ }}
     derived: dict[str, Any] = field(default_factory=dict, repr=False)  # per-document results rules share
     template_spans: tuple[tuple[int, int], ...] = ()  # where Helm {{ }} actions sit in ``text``
+    shared: set[str] = field(default_factory=set)  # pointers of YAML nodes reached through an alias or a merge
+
+    def is_shared(self, pointer: str) -> bool:
+        """Whether the node at ``pointer`` (or one above it) is written once and used several
+        times (a YAML anchor and its aliases, or a ``<<`` merge): editing it edits every use."""
+        p = pointer
+        while True:
+            if p in self.shared:
+                return True
+            if not p:
+                return False
+            p = p.rsplit("/", 1)[0]
 
     def touches_template(self, start: int, end: int) -> bool:
         """Whether ``[start, end)`` overlaps a ``{{ }}`` action (an edit there would break it)."""

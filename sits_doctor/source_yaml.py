@@ -70,9 +70,10 @@ def parse_yaml(text: str, display: str) -> list[SourceDoc]:
             if root is None:
                 continue
             walker = _Walker(display, work)
+            walker.count_uses(root)
             data = walker.convert(root, "", 0)
             doc = SourceDoc(display, "yaml", data, walker.positions, text, index=i,
-                            template_spans=tuple(template_spans))
+                            template_spans=tuple(template_spans), shared=walker.shared)
             if n_templates:
                 doc.templated = {p for p, v in walker.scalars.items() if TEMPLATE_MARK in v}
             docs.append(doc)
@@ -109,12 +110,26 @@ class _Walker:
         self.scalars: dict[str, str] = {}
         self.nodes = 0
         self.active: set[int] = set()
+        self.uses: dict[int, int] = {}  # node id -> how many places refer to it
+        self.shared: set[str] = set()
         self.constructor = yaml.constructor.SafeConstructor()
+
+    def count_uses(self, root: Any) -> None:
+        """How many places refer to each node (an anchored node is used by each of its aliases)."""
+        stack = [root]
+        while stack and len(self.uses) <= MAX_NODES:
+            node = stack.pop()
+            self.uses[id(node)] = self.uses.get(id(node), 0) + 1
+            if self.uses[id(node)] == 1 and isinstance(node.value, list):
+                for item in node.value:
+                    stack.extend(item if isinstance(item, tuple) else (item,))
 
     def convert(self, node: Any, pointer: str, depth: int) -> Any:
         import yaml
 
         self.nodes += 1
+        if self.uses.get(id(node), 1) > 1:
+            self.shared.add(pointer)
         if pointer == "":
             self.positions[""] = _pos(node, self.text)
         if self.nodes > MAX_NODES:
@@ -142,10 +157,13 @@ class _Walker:
                     out_list.append(self.convert(child, ptr, depth + 1))
                 return out_list
             out: dict[str, Any] = {}
+            own = {id(k) for k, _ in node.value}
             for key_node, value_node in self._pairs(node):
                 key = self._scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else key_node.value
                 key = key if isinstance(key, str) else str(key)
                 ptr = join_pointer(pointer, key)
+                if id(key_node) not in own:
+                    self.shared.add(ptr)  # merged in with <<: written in another mapping
                 kpos, vpos = _pos(key_node, self.text), _pos(value_node, self.text)
                 self.positions[ptr] = Pos(vpos.line, vpos.col, kpos.line, kpos.col, vpos.start, vpos.end,
                                           kpos.start, kpos.end, vpos.style)

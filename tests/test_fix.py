@@ -267,3 +267,28 @@ def test_add_option_writes_in_the_files_style(tmp_path, hermetic, name, text, ex
     fix = add_option(plan, "enforce_eager", True, "add --enforce-eager")
     assert fix.safety is Safety.SAFE, fix.why_not
     assert fixer.apply_edits(text, fix.edits) == expected
+
+
+@pytest.mark.parametrize("text", [
+    "defaults: &d\n  swap-space: 4\n  served-model-name: m\nmodel: ./m\n<<: *d\n",
+    "common: &c\n  - --swap-space\n  - '4'\nk: {a: 1}\n",
+], ids=["merge", "anchor"])
+def test_what_is_written_once_for_several_places_is_not_edited(tmp_path, hermetic, text):
+    from sits_doctor.source_yaml import parse_yaml
+
+    (doc,) = parse_yaml(text, "serve.yaml")
+    assert doc.is_shared("/swap-space") if "<<" in text else not doc.is_shared("/common")
+    path = tmp_path / "serve.yaml"
+    path.write_text(text, encoding="utf-8")
+    result = fixer.fix_paths([str(path)], CheckOptions(isolated=True, select=["SITS204"]))
+    assert all(not r.changed for r in result.files)
+    if "<<" in text:
+        assert [fx.why_not for _, fx in result.shown_only] == [
+            "it is written once for several places (a YAML anchor, alias or << merge)"]
+
+
+def test_an_aliased_list_is_shared_everywhere_it_is_used():
+    from sits_doctor.source_yaml import parse_yaml
+
+    (doc,) = parse_yaml("a: &x [1, 2]\nb: *x\nc: [3]\n", "t.yaml")
+    assert doc.is_shared("/a/0") and doc.is_shared("/b") and not doc.is_shared("/c/0")
