@@ -38,6 +38,9 @@ def render_fix(result, *, applied: bool, unsafe: bool, quiet: bool = False) -> s
             out.append(f"no automatic fix: {loc.file}:{loc.line}:{loc.col}: {finding.code} {fix.title}"
                        + (f" ({fix.why_not})" if fix.why_not else ""))
     remaining = result.report.findings
+    unusable = len(result.report.errors)
+    if unusable:
+        out.append(f"{unusable} file(s) or argument(s) could not be used (see the errors): nothing was fixed there.")
     if applied:
         out += [f"remains: {f.render()}" for f in remaining]
         if n_fixed:
