@@ -3,8 +3,9 @@
 (``sits_doctor/frameworks/data/trtllm_options.json``).
 
 Where the source disagrees with what was believed, the test asserts the source:
-``KvCacheConfig.free_gpu_memory_fraction`` has no Python default in 1.0.0 (``None``; the 0.9 is
-the C++ executor's default, which the field's description states as "Default is 90%").
+``KvCacheConfig.free_gpu_memory_fraction`` has no Python default in 1.0.0 and 1.1.0 (``None``; the
+0.9 is the C++ executor's default, which the field's description states as "Default is 90%");
+1.2.0 moved the 0.9 into the Python field.
 Releases the data does not cover (listed under ``missing`` with the reason) are skipped, not
 assumed.
 """
@@ -82,8 +83,10 @@ def test_1x_kv_cache_config(release):
     kv = cls("KvCacheConfig", release)
     assert kv["extra"] == "forbid"
     assert "dtype" in kv["fields"] and kv["fields"]["dtype"]["default"] == "auto"
-    # The source's truth: no Python default (None); TensorRT-LLM's C++ side applies 0.9.
-    assert kv["fields"]["free_gpu_memory_fraction"]["default"] is None
+    # The source's truth: no Python default (None) before 1.2, TensorRT-LLM's C++ side applies 0.9;
+    # 1.2.0 declares the 0.9 on the field itself.
+    expected = 0.9 if Version(release) >= Version("1.2") else None
+    assert kv["fields"]["free_gpu_memory_fraction"]["default"] == expected
     assert kv["fields"]["free_gpu_memory_fraction"]["type"] == "Optional[float]"
 
 
@@ -108,3 +111,45 @@ def test_pre_1_0_use_cuda_graph(release):
 def test_missing_releases_say_why():
     for release, reason in OPTIONS.get("missing", {}).items():
         assert release not in RELEASES and reason
+
+
+def fields(name: str, release: str) -> set[str]:
+    seg = cls(name, release)
+    assert seg is not None, f"{name} missing in {release}"
+    return set(seg["fields"])
+
+
+@pytest.mark.skipif("1.2.0" not in RELEASES, reason="1.2.0 is not in the data")
+def test_1_2_0_read_from_the_release_docs():
+    torch = cls("TorchLlmArgs", "1.2.0")
+    assert torch["extra"] == "forbid"
+    assert {"cuda_graph_config", "kv_cache_config", "moe_config", "nvfp4_gemm_config",
+            "sparse_attention_config", "sampler_type", "ray_placement_config"} <= set(torch["fields"])
+    # Removed in 1.2.0: the dummy build_config (TensorRT backend only now) and the 1.0 sampler flags.
+    assert not {"build_config", "enable_mixed_sampler", "enable_trtllm_sampler"} & set(torch["fields"])
+    assert "build_config" in fields("TrtLlmArgs", "1.2.0")
+    assert not {"auto_parallel", "auto_parallel_world_size"} & fields("TrtLlmArgs", "1.2.0")
+    assert torch["fields"]["max_num_tokens"]["default"] == 8192
+    kv = fields("KvCacheConfig", "1.2.0")
+    assert {"free_gpu_memory_fraction", "enable_block_reuse", "tokens_per_block", "max_gpu_total_bytes",
+            "mamba_ssm_cache_dtype"} <= kv
+    assert cls("KvCacheConfig", "1.2.0")["extra"] == "forbid"
+    # speculative_model_dir became speculative_model, still accepted under the old name.
+    spec = cls("EagleDecodingConfig", "1.2.0")["fields"]
+    assert "speculative_model_dir" not in spec
+    assert spec["speculative_model"]["validation_alias"] == ["speculative_model", "speculative_model_dir"]
+    assert "SaveHiddenStatesDecodingConfig" in OPTIONS["classes"]
+    assert cls("CacheTransceiverConfig", "1.2.0")["fields"]["backend"]["type"] == \
+        "Optional[Literal['DEFAULT', 'UCX', 'NIXL', 'MOONCAKE', 'MPI']]"
+
+
+@pytest.mark.skipif("1.1.0" not in RELEASES, reason="1.1.0 is not in the data")
+def test_1_1_0_between_1_0_and_1_2():
+    torch = fields("TorchLlmArgs", "1.1.0")
+    assert {"sampler_type", "kv_connector_config", "batch_wait_timeout_ms", "build_config"} <= torch
+    assert not {"enable_mixed_sampler", "enable_trtllm_sampler", "nvfp4_gemm_config"} & torch
+    assert {"auto_parallel", "auto_parallel_world_size"} <= fields("TrtLlmArgs", "1.1.0")
+    assert "speculative_model_dir" in fields("DecodingBaseConfig", "1.1.0")
+    assert "is_auto_heuristic" not in fields("NGramDecodingConfig", "1.1.0")
+    assert "tokens_per_block" in fields("KvCacheConfig", "1.1.0")
+    assert cls("TorchLlmArgs", "1.1.0")["fields"]["max_num_tokens"]["default"] is None

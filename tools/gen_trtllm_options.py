@@ -30,8 +30,10 @@ Output (JSON on stdout; committed as ``sits_doctor/frameworks/data/trtllm_option
      "field_class": {"BaseLlmArgs.kv_cache_config": "KvCacheConfig", ...}}
 
 A field is ``{"type", "default", "alias", "deprecated"}`` plus ``"default_factory"`` (the
-factory's name) or ``"required": true`` where they apply, and ``"status"`` (TensorRT-LLM's
-prototype/beta/deprecated marker) where set. A default that is not a literal (an enum member, a
+factory's name) or ``"required": true`` where they apply, ``"status"`` (TensorRT-LLM's
+prototype/beta/deprecated marker) where set, and ``"validation_alias"`` (every name accepted on
+input, from ``validation_alias=AliasChoices(...)``; e.g. 1.2.0's ``speculative_model`` also
+takes ``speculative_model_dir``) where set. A default that is not a literal (an enum member, a
 call) is kept as its source text. Segments (first/last inclusive, from ``releases``) merge
 identical consecutive releases; a class missing from a release ends its segment. ``field_class``
 values are a class name, or segments when the class a field holds changes between releases.
@@ -163,6 +165,10 @@ def _field(stmt: ast.AnnAssign) -> dict | None:
             out["default"] = _value(default)
         if "alias" in kw:
             out["alias"] = _value(kw["alias"])
+        if "validation_alias" in kw:  # names accepted on input: AliasChoices("a", "b") or one name
+            va = kw["validation_alias"]
+            names = va.args if isinstance(va, ast.Call) and _name(va.func) == "AliasChoices" else [va]
+            out["validation_alias"] = [_value(n) for n in names]
         status = _value(kw["status"]) if "status" in kw else None
         extra = kw.get("json_schema_extra")
         if status is None and isinstance(extra, ast.Dict):
