@@ -275,7 +275,7 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
                 fix_hint=_did_you_mean(key, fields) or "remove it",
             )
         elif isinstance(value, dict):
-            nested = trt.nested_class(class_name, key, value)
+            nested = trt.nested_class(class_name, key, value, release)
             if nested is not None:
                 yield from _trtllm_unknown(plan, ctx, nested, value, dotted + ".", release, evidence)
 

@@ -641,3 +641,263 @@ def test_remove_the_last_continued_option_keeps_the_next_command_apart():
             break
         first.append(w.text)
     assert first == ["vllm", "serve", "m", "--max-model-len", "4096"]
+# --- the fix engine (sits_doctor.fixer) ------------------------------------------------------------
+
+from types import SimpleNamespace
+
+from sits_doctor.engine import CheckOptions
+from sits_doctor.finding import Location, Severity
+
+SERVE = "model: ./m\nswap-space: 4\nmax-model-len: 4096\n"
+
+
+def _finding(code: str, *fixes: Fix) -> Finding:
+    return Finding(code, "t", Severity.WARNING, code, Location("c.yaml", 1, 1), fixes=fixes)
+
+
+def _fix(*edits: Edit, safety: Safety = Safety.SAFE, source: str = "0123456789") -> Fix:
+    return Fix("t", "c.yaml", tuple(edits), safety, None, source)
+
+
+def test_applicable():
+    assert fixer.applicable(_fix(safety=Safety.SAFE), False) is True
+    assert fixer.applicable(_fix(safety=Safety.SAFE), True) is True
+    assert fixer.applicable(_fix(safety=Safety.UNSAFE), False) is False
+    assert fixer.applicable(_fix(safety=Safety.UNSAFE), True) is True
+    assert fixer.applicable(_fix(safety=Safety.DISPLAY), False) is False
+    assert fixer.applicable(_fix(safety=Safety.DISPLAY), True) is False
+
+
+def test_apply_edits_sorts_and_keeps_everything_else():
+    text = "0123456789"
+    assert apply_edits(text, []) == text
+    assert apply_edits(text, [Edit(8, 10, "X"), Edit(0, 1, "A"), Edit(3, 3, "+")]) == "A12+34567X"
+    assert apply_edits(text, [Edit(2, 4, "ab"), Edit(4, 6, "cd")]) == "01abcd6789"
+    assert apply_edits(text, [Edit(4, 6, ""), Edit(4, 4, "<")]) == "0123<6789"
+    assert apply_edits(text, [Edit(10, 10, "!")]) == "0123456789!"
+    assert apply_edits(text, [Edit(0, 10, "")]) == ""
+
+
+@pytest.mark.parametrize("edits", [
+    [Edit(2, 5, "a"), Edit(4, 6, "b")],  # overlapping
+    [Edit(0, 11, "")],  # past the end
+    [Edit(5, 4, "")],  # backwards
+    [Edit(3, 6, ""), Edit(4, 4, "x")],  # an insertion inside a replaced span
+])
+def test_apply_edits_refuses_bad_edits(edits):
+    with pytest.raises(ValueError, match="overlapping or out-of-range edit"):
+        apply_edits("0123456789", edits)
+
+
+def test_choose_takes_fixes_in_file_order_and_drops_overlaps():
+    a = (_finding("SITS2"), _fix(Edit(5, 8, "a")))
+    b = (_finding("SITS1"), _fix(Edit(1, 3, "b")))
+    c = (_finding("SITS3"), _fix(Edit(2, 6, "c")))  # overlaps both: the earlier-starting b wins
+    d = (_finding("SITS4"), _fix(Edit(8, 9, "d")))  # touches a's end: both stay
+    assert fixer._choose([a, b, c, d]) == [b, a, d]
+
+
+def test_choose_breaks_ties_by_code_and_drops_repeated_edit_sets():
+    x = (_finding("SITS9"), _fix(Edit(2, 4, "x")))
+    y = (_finding("SITS1"), _fix(Edit(2, 3, "y")))
+    assert fixer._choose([x, y]) == [y]
+    same1 = (_finding("SITS1"), _fix(Edit(2, 4, "z")))
+    same2 = (_finding("SITS2"), _fix(Edit(2, 4, "z")))
+    assert fixer._choose([same2, same1]) == [same1]
+
+
+def test_choose_sorts_by_the_first_edit_of_each_fix():
+    late = (_finding("SITS1"), _fix(Edit(9, 10, "l"), Edit(6, 7, "m")))
+    early = (_finding("SITS2"), _fix(Edit(3, 4, "e"), Edit(8, 9, "f")))
+    assert fixer._choose([late, early]) == [early, late]
+
+
+def test_choose_insertions_at_one_place():
+    first = (_finding("SITS1"), _fix(Edit(4, 4, "a")))
+    second = (_finding("SITS2"), _fix(Edit(4, 4, "b")))
+    assert fixer._choose([first, second]) == [first]
+    around = (_finding("SITS3"), _fix(Edit(2, 4, "r")))
+    after = (_finding("SITS4"), _fix(Edit(4, 6, "s")))
+    assert fixer._choose([first, around, after]) == [around, first, after]
+
+
+def test_file_result_changed_and_diff(tmp_path):
+    r = fixer.FileResult("d/c.yaml", tmp_path / "c.yaml", "a\nb\n", "a\nc")
+    assert r.changed is True
+    assert r.diff() == ("--- a/d/c.yaml\n+++ b/d/c.yaml\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n"
+                        "\\ No newline at end of file\n")
+    assert fixer.FileResult("c", tmp_path, "x", "x").changed is False
+    assert fixer.FileResult("c", tmp_path, "x", "y", problem="why").changed is False
+
+
+def test_inside(tmp_path):
+    root = tmp_path / "tree"
+    (root / "sub").mkdir(parents=True)
+    file_root = root / "one.yaml"
+    file_root.write_text("x")
+    assert fixer._inside(root / "sub" / "a.yaml", [root]) is True
+    assert fixer._inside(root, [root]) is True
+    assert fixer._inside(file_root, [file_root]) is True
+    assert fixer._inside(root / "other.yaml", [file_root]) is True  # beside a file that was named
+    assert fixer._inside(tmp_path / "a.yaml", [root]) is False
+    assert fixer._inside(tmp_path / "a.yaml", [file_root]) is False
+    assert fixer._inside(tmp_path / "a.yaml", [root, tmp_path]) is True
+    assert fixer._inside(tmp_path / "a.yaml", []) is False
+
+
+def test_write_atomically_keeps_a_bom_and_the_mode(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_bytes(("\ufeff" + "a: 1\n").encode())
+    os.chmod(path, 0o600)
+    fixer.write_atomically(path, "a: 1\n", "a: 2\n", [tmp_path])
+    assert path.read_bytes() == ("\ufeff" + "a: 2\n").encode()
+    assert os.stat(path).st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
+    path.write_bytes(b"a: 1\n")
+    fixer.write_atomically(path, "a: 1\n", "b: 1\n", [tmp_path])
+    assert path.read_bytes() == b"b: 1\n"
+
+
+def test_write_atomically_refusals(tmp_path):
+    path = tmp_path / "c.yaml"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    with pytest.raises(InputError, match="not written: cannot read it again"):
+        fixer.write_atomically(path, "", "x", [tmp_path])
+    path.write_bytes(b"\xff\xfe bad")
+    with pytest.raises(InputError, match="changed since it was checked"):
+        fixer.write_atomically(path, "\ufffd bad", "x", [tmp_path])
+    path.write_bytes(("\ufeff" + "a").encode())
+    with pytest.raises(InputError, match="changed since it was checked"):
+        fixer.write_atomically(path, "\ufeffa", "x", [tmp_path])
+    with pytest.raises(InputError, match="symlink that leaves the checked tree"):
+        fixer.write_atomically(path, "a", "x", [elsewhere])
+    assert path.read_bytes() == ("\ufeff" + "a").encode()
+
+
+def test_write_atomically_reraises_what_is_not_an_os_error(tmp_path, monkeypatch):
+    path = tmp_path / "c.yaml"
+    path.write_text("a")
+
+    def boom(tmp, target):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fixer, "_before_rename", boom)
+    with pytest.raises(KeyboardInterrupt):
+        fixer.write_atomically(path, "a", "b", [tmp_path])
+    assert path.read_text() == "a"
+    assert [p.name for p in tmp_path.iterdir()] == ["c.yaml"]
+
+
+def _fake_rule(monkeypatch, make_fixes):
+    """The only rule: every check offers ``make_fixes(text, path)``, one finding per list of fixes."""
+    from sits_doctor import engine
+    from sits_doctor.rule import Rule
+
+    rule = Rule("SITS998", "fake", "test", Severity.WARNING, ("vllm",))
+
+    def check_(plan, ctx):
+        for code_fixes in make_fixes(plan.doc.text, plan.file):
+            yield rule.finding(plan, plan.anchor, "fake " + code_fixes[0].title, fixes=code_fixes)
+
+    monkeypatch.setattr(engine, "rule_modules", lambda: (SimpleNamespace(RULE=rule, check=check_),))
+
+
+def test_fix_paths_takes_safe_fixes_shows_the_rest_and_settles(tmp_path, hermetic, monkeypatch):
+    path = tmp_path / "serve.yaml"
+    path.write_text(SERVE)
+
+    def fixes(text, file):
+        out = []
+        if "swap-space" in text:
+            a = text.index("swap-space")
+            out.append([Fix("rename", file, (Edit(a, a + 4, "SWAP"),), Safety.SAFE, None, text)])
+        if "max-model-len" in text:
+            a = text.index("max-model-len")
+            out.append([Fix("unsafe", file, (Edit(a, a + 3, "MAX"),), Safety.UNSAFE, None, text),
+                        Fix("shown", file, (), Safety.DISPLAY, "because", text)])
+        return out
+
+    _fake_rule(monkeypatch, fixes)
+    result = fixer.fix_paths([str(path)], CheckOptions(isolated=True))
+    (r,) = result.files
+    assert r.original == SERVE and r.new == SERVE.replace("swap", "SWAP")
+    assert [fx.title for _, fx in r.fixed] == ["rename"]
+    assert sorted(fx.title for _, fx in result.shown_only) == ["shown", "unsafe"]
+    assert path.read_text() == SERVE  # a dry run
+    assert [f.fixes[0].title for f in result.report.findings] == ["unsafe"]
+
+    result = fixer.fix_paths([str(path)], CheckOptions(isolated=True), unsafe=True, apply=True)
+    (r,) = result.files
+    assert r.new == SERVE.replace("swap", "SWAP").replace("max-", "MAX-")
+    assert sorted(fx.title for _, fx in r.fixed) == ["rename", "unsafe"]
+    assert [fx.title for _, fx in result.shown_only] == ["shown"]
+    assert path.read_text() == r.new
+    assert result.report.findings == [] and result.errors == []
+
+
+def test_fix_paths_with_nothing_to_fix(tmp_path, hermetic, monkeypatch):
+    path = tmp_path / "serve.yaml"
+    path.write_text(SERVE)
+    _fake_rule(monkeypatch, lambda text, file: [[Fix("shown", file, (), Safety.DISPLAY, "why", text)]])
+    result = fixer.fix_paths([str(path)], CheckOptions(isolated=True), apply=True)
+    assert result.files == [] and len(result.shown_only) == 1 and path.read_text() == SERVE
+
+
+def test_fix_paths_overlapping_fixes_take_another_round(tmp_path, hermetic, monkeypatch):
+    path = tmp_path / "serve.yaml"
+    path.write_text(SERVE)
+
+    def fixes(text, file):
+        out = []
+        if text.startswith("model"):
+            out.append([Fix("a", file, (Edit(0, 5, "MODEL"),), Safety.SAFE, None, text)])
+        if text[3:5] != "XY":
+            out.append([Fix("b", file, (Edit(3, 5, "XY"),), Safety.SAFE, None, text)])
+        return out
+
+    _fake_rule(monkeypatch, fixes)
+    result = fixer.fix_paths([str(path)], CheckOptions(isolated=True))
+    (r,) = result.files
+    assert r.new == "MODXY" + SERVE[5:] and r.problem is None and [fx.title for _, fx in r.fixed] == ["a", "b"]
+
+
+def test_fix_paths_a_fix_that_breaks_the_file_is_not_written(tmp_path, hermetic, monkeypatch):
+    path = tmp_path / "serve.yaml"
+    path.write_text(SERVE)
+
+    def fixes(text, file):
+        if "{" in text:
+            return []
+        return [[Fix("break", file, (Edit(0, 0, "a: {\n"),), Safety.SAFE, None, text)]]
+
+    _fake_rule(monkeypatch, fixes)
+    result = fixer.fix_paths([str(path)], CheckOptions(isolated=True), apply=True)
+    (r,) = result.files
+    assert r.problem.startswith("the fixed text would not parse (") and r.problem.endswith("); nothing written")
+    assert r.changed is False and path.read_text() == SERVE
+
+
+def test_fix_paths_reports_a_file_changed_before_the_write(tmp_path, hermetic, monkeypatch):
+    path = tmp_path / "serve.yaml"
+    path.write_text(SERVE)
+
+    def fixes(text, file):
+        if "swap-space" not in text:
+            return []
+        a = text.index("swap-space")
+        return [[Fix("rename", file, (Edit(a, a + 4, "SWAP"),), Safety.SAFE, None, text)]]
+
+    _fake_rule(monkeypatch, fixes)
+    real = fixer.write_atomically
+
+    def meddle(p, expected, new, roots):
+        p.write_text("changed: 1\n")
+        return real(p, expected, new, roots)
+
+    monkeypatch.setattr(fixer, "write_atomically", meddle)
+    result = fixer.fix_paths([str(path)], CheckOptions(isolated=True), apply=True)
+    (r,) = result.files
+    assert r.problem == "not written: the file changed since it was checked; run fix again"
+    assert [e.message for e in result.errors] == [r.problem]
+    assert path.read_text() == "changed: 1\n"

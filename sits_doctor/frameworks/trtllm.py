@@ -141,16 +141,23 @@ def fields_of(class_name: str, release: str) -> tuple[set[str], bool] | None:
     if seg is None:
         return None
     names = set(seg["fields"]) | {f["alias"] for f in seg["fields"].values() if f.get("alias")}
+    names |= {a for f in seg["fields"].values() for a in (f.get("validation_alias") or ())}
     if "DecodingConfig" in class_name:
         names.add(DECODING_TYPE)  # read by DecodingBaseConfig.from_dict to pick the class
     return names, seg.get("extra") == "forbid"
 
 
-def nested_class(class_name: str, field: str, value) -> str | None:
-    """The config class a field holds (for a union, the one its ``decoding_type`` names)."""
+def nested_class(class_name: str, field: str, value, release: str) -> str | None:
+    """The config class a field holds at ``release`` (for a union, the one its ``decoding_type``
+    names). The data maps ``Class.field`` to a class, a union list, or per-release segments of
+    either."""
+    from sits_doctor.versions import V
+
     mapping = _data()["field_class"]
     target = next((v for k, v in mapping.items() if k.split(".")[-1] == field
                    and k.split(".")[0] in (class_name, "BaseLlmArgs")), None)
+    if isinstance(target, list) and target and isinstance(target[0], dict):
+        target = next((seg["class"] for seg in target if V(seg["first"]) <= V(release) <= V(seg["last"])), None)
     if isinstance(target, list):
         kind = value.get(DECODING_TYPE) if isinstance(value, dict) else None
         return next((c for c in target if isinstance(kind, str) and c.lower().startswith(kind.lower())), None)

@@ -578,5 +578,10 @@ def test_trtllm_unknown_keys_from_the_release_models(tmp_path, monkeypatch):
     ]
     assert findings(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.0.0")[0].fix_hint == \
         'did you mean "enable_block_reuse"?'
+    # 1.2.0's models too (the data has 1.0.0, 1.1.0, 1.2.0); speculative_model_dir is a validation
+    # alias of 1.2.0's speculative_model, so it is accepted there
+    later = rendered(tmp_path, monkeypatch, "trt.yaml", text.replace("pytorch_weights_path", "speculative_model_dir"),
+                     "trtllm==1.2.0")
+    assert [line.split(": SITS204")[0] for line in later] == ["trt.yaml:3:3"]
     # a series the data does not cover is not judged (no guess from another release)
-    assert rendered(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.2.0") == []
+    assert rendered(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.3.0") == []
