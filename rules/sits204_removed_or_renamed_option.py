@@ -267,12 +267,15 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
             if not forbid or dotted in trt.PRE_1_0_KEYS or key in trt.PRE_1_0_KEYS:
                 continue  # the pre-1.0 keys have their own finding with the 1.x spelling
             setting = plan.get(dotted)
+            close = _closest(key, fields)
             yield RULE.finding(
                 plan, setting or Provenance.at(plan.doc, "/" + dotted.replace(".", "/")),
                 f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {ctx.target.name} refuses to '
                 "start (pydantic extra='forbid')",
                 evidence=evidence + [f"fields of {class_name} in tensorrt_llm/llmapi/llm_args.py@v{release}"],
-                fix_hint=_did_you_mean(key, fields) or "remove it",
+                fix_hint=f'did you mean "{close}"?' if close else "remove it",
+                fixes=[edit.rename(setting, close, f"rename {key} to {close} (a guess at the typo)", Safety.UNSAFE)]
+                if close and setting is not None else [],
             )
         elif isinstance(value, dict):
             nested = trt.nested_class(class_name, key, value, release)
@@ -373,6 +376,13 @@ def _pointer(path: list) -> str:
     for p in path:
         out = join_pointer(out, p)
     return out
+
+
+def _closest(key: str, known: set[str]) -> str | None:
+    import difflib
+
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+    return close[0] if close else None
 
 
 def _did_you_mean(key: str, known: set[str], prefix: str = "") -> str | None:
