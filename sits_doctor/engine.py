@@ -1,8 +1,6 @@
 """The check pipeline: paths → Plans → rules → a Report. The CLI and the Python API both call
 :func:`check`; reporters render the Report it returns."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Sequence

@@ -8,8 +8,6 @@ known (``sits_doctor.frameworks.<fw>.effective``); rules read them and never wal
 dicts. A field that nothing sets and whose default sits-doctor does not know is ``None``.
 """
 
-from __future__ import annotations
-
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 

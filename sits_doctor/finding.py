@@ -7,8 +7,6 @@ parser reads); ``unsafe`` changes behaviour (a lower ``max_model_len``) and is a
 the right value is a human's choice).
 """
 
-from __future__ import annotations
-
 from enum import Enum
 from typing import Any, NamedTuple
 

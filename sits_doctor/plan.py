@@ -12,8 +12,6 @@ own loaders, not validated from user input, and building pydantic models (or doz
 dataclasses) at import would cost more than a whole one-file check.
 """
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple
 

@@ -1,7 +1,5 @@
 """Rule metadata, and the one way rules make findings."""
 
-from __future__ import annotations
-
 import re
 from types import ModuleType
 from typing import Iterable, NamedTuple

@@ -6,8 +6,6 @@ options override it. Keys (kebab-case): ``select``, ``extend-select``, ``ignore`
 config file's folder), ``model-config``.
 """
 
-from __future__ import annotations
-
 import fnmatch
 import sys
 from functools import lru_cache

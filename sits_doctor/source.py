@@ -8,8 +8,6 @@ the fixer). Reading refuses what a config never is (binary, non-UTF-8, oversized
 merge-conflicted) with an :class:`InputError` that names the line and column.
 """
 
-from __future__ import annotations
-
 import bisect
 import os
 import re

@@ -9,8 +9,6 @@ Sources: the vLLM source releases 0.5.5 … 0.33.0 (``vllm/engine/arg_utils.py``
 presence of each flag per release is in tests/data/vllm_flags.json (tools/scan_vllm_flags.py).
 """
 
-from __future__ import annotations
-
 from functools import lru_cache
 from typing import Any, NamedTuple
 

@@ -12,8 +12,6 @@ command (``&& || ; | & ( )`` and newlines, reported as ``;``). It does not expan
 so a word's offsets in the script become offsets in the file where they are exact.
 """
 
-from __future__ import annotations
-
 from typing import NamedTuple
 
 OPERATORS = ("&&", "||", ";;", "|&", ";", "|", "&", "(", ")")

@@ -7,8 +7,6 @@ become ProjectSettings too; ``max_model_len`` takes ``8k``/``8K`` suffixes. Each
 words it was written with (:class:`~sits_doctor.plan.Site`), so a fix can edit them.
 """
 
-from __future__ import annotations
-
 import re
 from typing import Any, NamedTuple
 
