@@ -104,6 +104,11 @@ def test_remove_the_first_key_of_a_sequence_item_lets_the_next_take_its_place():
     assert out(edit.remove(ys(text, "items.0.b"), "t")) == "items:\n  - a: 1\n    c: 3\nz: 1\n"
 
 
+def test_remove_the_first_key_of_a_sequence_item_whose_value_is_a_mapping():
+    text = "items:\n  - a:\n      x: 1\n    b: 2\nz: 1\n"
+    assert out(edit.remove(ys(text, "items.0.a"), "t")) == "items:\n  - b: 2\nz: 1\n"
+
+
 def test_remove_the_first_key_of_the_second_sequence_item():
     text = "items:\n  - a: 1\n    b: 2\n  - a: 3\n    b: 4\n"
     assert out(edit.remove(ys(text, "items.1.a"), "t")) == "items:\n  - a: 1\n    b: 2\n  - b: 4\n"
@@ -157,6 +162,11 @@ def test_remove_a_json_member_followed_by_a_comma_at_the_very_end():
     assert edit._remove_flow('"a": 1,', 0, 6, "}") == Edit(0, 7, "")
     assert edit._remove_flow('"a": 1,  ', 0, 6, "}") == Edit(0, 9, "")
     assert edit._remove_flow('x,\n"a": 1,\n', 3, 9, "}") == Edit(3, 11, "")
+
+
+def test_remove_flow_with_a_comma_at_the_very_start():
+    assert edit._remove_flow(",a", 1, 2, "]") == Edit(0, 2, "")
+    assert edit._remove_flow(" ,a", 2, 3, "]") == Edit(1, 3, "")
 
 
 def test_remove_flow_without_a_comma_or_close():
@@ -316,6 +326,8 @@ def test_remove_the_first_word_at_the_very_start_of_a_line():
     assert out(edit.remove(Setting("x", "--x", site=site), "t")) == "--y 2"
     doc.text = "--x 1"
     assert out(edit.remove(Setting("x", "--x", site=site), "t")) == ""
+    doc.text = "--x 1 --y 2 "
+    assert out(edit.remove(Setting("x", "--x", site=site), "t")) == "--y 2 "
     doc.text = "--x 1 \\\nmore"
     assert out(edit.remove(Setting("x", "--x", site=site), "t")) == "more"
 
@@ -503,20 +515,18 @@ def test_scalar_text_without_a_position_is_plain_or_json():
 def test_looks_numeric():
     for text in ("1", "-1", "1.5", "1e3", "1_000", "0x1f", "0o7", "inf", "nan"):
         assert edit._looks_numeric(text) is True, text
-    for text in ("a", "x0", "1a", "0b", "", "_"):
+    for text in ("a", "x0", "1a", "", "_"):
         assert edit._looks_numeric(text) is False, text
 
 
-@pytest.mark.xfail(strict=True, reason="bug: fixes/config.py _scalar_text/_looks_numeric write `.inf`, `-.inf`, "
-                   "`.nan` and `0b101` unquoted, and YAML reads them back as a float / int, not the string")
+# was a bug (xfail in 5d25df6): `.inf`, `-.inf`, `.nan` and `0b101` were written unquoted and read back as numbers
 @pytest.mark.parametrize("value", [".inf", "-.inf", ".nan", "0b101"])
 def test_replace_with_a_yaml_special_number_string_keeps_it_a_string(value):
     fixed = out(edit.replace_value(ys("k: v\nz: 1\n", "k"), value, "t"))
     assert yaml_doc(fixed).data["k"] == value
 
 
-@pytest.mark.xfail(strict=True, reason="bug: fixes/config.py _key_text writes a numeric-looking key plain: "
-                   "renaming to `0x1F` or `0777` gives the int key 31 / 511 when read back")
+# was a bug (xfail in 5d25df6): a numeric-looking key was written plain and read back as an int
 @pytest.mark.parametrize("key", ["0x1F", "0777"])
 def test_rename_to_a_numeric_looking_key_keeps_the_string(key):
     fixed = out(edit.rename(ys("old: 1\nz: 1\n", "old"), key, "t"))
@@ -627,8 +637,7 @@ def test_rewrite_word_refusals():
     assert refused(edit.rewrite_word(p["y"], "--x", "t")) == "the option is not one word of its own"
 
 
-@pytest.mark.xfail(strict=True, reason="bug: fixes/config.py _remove_words removes the last continued line of a "
-                   "command but leaves the `\\` that ends the line above, so the next command's words join it")
+# was a bug (xfail in 5d25df6): removing the last continued line left the `\` above, joining the next command
 def test_remove_the_last_continued_option_keeps_the_next_command_apart():
     from sits_doctor.loaders import shell
 
@@ -641,6 +650,50 @@ def test_remove_the_last_continued_option_keeps_the_next_command_apart():
             break
         first.append(w.text)
     assert first == ["vllm", "serve", "m", "--max-model-len", "4096"]
+def test_rewrite_a_word_at_the_very_start_of_the_text():
+    doc = yaml_doc("a: 1\n")
+    doc.text = "--x=1 --y"
+    for kind in ("argv", "shell"):
+        site = Site(kind, doc, "/a", (Word("--x=1", 0, 5, "/a"),))
+        assert out(edit.rewrite_word(Setting("x", "--x", site=site), "--no-x", "t")) == "--no-x --y"
+        site = Site(kind, doc, "/a", (Word("--x=1", -1, -1, "/a"),))
+        assert refused(edit.rewrite_word(Setting("x", "--x", site=site), "--no-x", "t")) == (
+            "the option is not one word of its own")
+
+
+def test_line_helpers():
+    assert edit._line_end("\nabc", 0) == 1
+    assert edit._line_end("ab\ncd", 1) == 3
+    assert edit._line_end("ab\ncd", 3) == 5
+    assert edit._line_end("abc", 0) == 3
+    assert edit._line_start("ab\ncd", 4) == 3
+    assert edit._line_start("ab\ncd", 1) == 0
+    assert edit._line_start("\nab", 0) == 0
+    assert edit._parent("/a/b/c") == "/a/b"
+    assert edit._parent("/a") == ""
+    assert edit._parent("a") == ""
+
+
+def test_replace_an_inline_value_at_the_very_start_of_the_text():
+    doc = yaml_doc("a: 1\n")
+    doc.text = "--x=1 --y"
+    site = Site("shell", doc, "/a", (Word("--x=1", 0, 5, "/a"),), True)
+    assert out(edit.replace_value(Setting("x", "--x", site=site), 2, "t")) == "--x=2 --y"
+
+
+def test_remove_the_first_key_of_the_text():
+    assert out(edit.remove(ys("a: 1\nb: 2\n", "a"), "t")) == "b: 2\n"
+    assert out(edit.remove(ys("a:\n  c: 1\nb: 2\n", "a"), "t")) == "b: 2\n"
+
+
+def test_remove_an_item_whose_dash_is_followed_by_other_text_is_refused():
+    doc = yaml_doc("env:\n  - a\n")
+    doc.text = "env:\n  -x a\n"
+    doc.positions["/env/0"] = doc.positions["/env/0"]._replace(start=10, end=11)
+    s = Setting("X", "X", site=Site("env", doc, "/env/0"))
+    assert refused(edit.remove(s, "t")) == "the list item does not start its own line"
+
+
 # --- the fix engine (sits_doctor.fixer) ------------------------------------------------------------
 
 from types import SimpleNamespace
@@ -695,6 +748,13 @@ def test_choose_takes_fixes_in_file_order_and_drops_overlaps():
     c = (_finding("SITS3"), _fix(Edit(2, 6, "c")))  # overlaps both: the earlier-starting b wins
     d = (_finding("SITS4"), _fix(Edit(8, 9, "d")))  # touches a's end: both stay
     assert fixer._choose([a, b, c, d]) == [b, a, d]
+
+
+def test_choose_an_edit_may_end_where_a_taken_one_starts():
+    a = (_finding("SITS1"), _fix(Edit(0, 1, "a"), Edit(6, 8, "b")))
+    b = (_finding("SITS2"), _fix(Edit(3, 6, "c")))
+    assert fixer._choose([b, a]) == [a, b]
+    assert apply_edits("0123456789", [e for _, fx in fixer._choose([b, a]) for e in fx.edits]) == "a12cb89"
 
 
 def test_choose_breaks_ties_by_code_and_drops_repeated_edit_sets():
@@ -754,8 +814,10 @@ def test_write_atomically_keeps_a_bom_and_the_mode(tmp_path):
     assert os.stat(path).st_mode & 0o777 == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.yaml"]
     path.write_bytes(b"a: 1\n")
+    os.chmod(path, 0o751)
     fixer.write_atomically(path, "a: 1\n", "b: 1\n", [tmp_path])
     assert path.read_bytes() == b"b: 1\n"
+    assert os.stat(path).st_mode & 0o7777 == 0o751
 
 
 def test_write_atomically_refusals(tmp_path):
@@ -860,6 +922,27 @@ def test_fix_paths_overlapping_fixes_take_another_round(tmp_path, hermetic, monk
     result = fixer.fix_paths([str(path)], CheckOptions(isolated=True))
     (r,) = result.files
     assert r.new == "MODXY" + SERVE[5:] and r.problem is None and [fx.title for _, fx in r.fixed] == ["a", "b"]
+
+
+@pytest.mark.parametrize("needed, settles", [(10, True), (11, False)])
+def test_fix_paths_gives_up_after_ten_rounds(tmp_path, hermetic, monkeypatch, needed, settles):
+    path = tmp_path / "serve.yaml"
+    path.write_text(SERVE)
+
+    def fixes(text, file):
+        if text.count("#") >= needed:
+            return []
+        return [[Fix("mark", file, (Edit(len(text), len(text), "#\n"),), Safety.SAFE, None, text)]]
+
+    _fake_rule(monkeypatch, fixes)
+    result = fixer.fix_paths([str(path)], CheckOptions(isolated=True), apply=True)
+    (r,) = result.files
+    assert len(r.fixed) == 10
+    if settles:
+        assert r.problem is None and path.read_text() == SERVE + "#\n" * 10
+    else:
+        assert r.problem == "did not settle after 10 rounds of fixes; nothing written"
+        assert path.read_text() == SERVE
 
 
 def test_fix_paths_a_fix_that_breaks_the_file_is_not_written(tmp_path, hermetic, monkeypatch):
