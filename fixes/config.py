@@ -263,7 +263,16 @@ def _remove_words(doc: SourceDoc, words: tuple[Word, ...]) -> Edit:
     tail_end = _line_end(text, end)
     tail = text[end:tail_end].rstrip("\r\n").strip()
     if not text[line0:start].strip() and tail in ("", "\\"):
-        # the option stood alone on its line: the line goes (a continuation stays on the line above)
+        # the option stood alone on its line: the line goes. If it ended the command (no `\` of its
+        # own) while the line above continues onto it, that continuation goes too, so that the
+        # next line does not join the command.
+        above = text[:line0].rstrip("\r\n")
+        if tail == "" and above.endswith("\\") and line0 > 0:
+            cut = len(above) - 1
+            while cut > 0 and text[cut - 1] in " \t":
+                cut -= 1
+            end_of_line = tail_end - (2 if text[:tail_end].endswith("\r\n") else 1 if text[:tail_end].endswith("\n") else 0)
+            return Edit(cut, end_of_line, "")
         return Edit(line0, tail_end, "")
     ws = start
     while ws > line0 and text[ws - 1] in " \t":
@@ -287,7 +296,7 @@ def _key_text(doc: SourceDoc, pos: Pos, key: str) -> str:
         return json.dumps(key, ensure_ascii=False)
     if quote == "'":
         return "'" + key.replace("'", "''") + "'"
-    if not _PLAIN_SAFE.match(key) or key in _YAML_11_WORDS:
+    if not _plain_reads_back(key):
         return json.dumps(key, ensure_ascii=False)
     return key
 
@@ -304,17 +313,32 @@ def _scalar_text(doc: SourceDoc, pos: Pos | None, value: Any) -> str:
     style = pos.style if pos is not None else None
     if style == "'":
         return "'" + text.replace("'", "''") + "'"
-    if style == '"' or not _PLAIN_SAFE.match(text) or text in _YAML_11_WORDS or _looks_numeric(text):
+    if style == '"' or not _plain_reads_back(text):
         return json.dumps(text, ensure_ascii=False)
     return text
 
 
 def _looks_numeric(text: str) -> bool:
+    """A number to some YAML reader: Python's float syntax (YAML 1.2's 1e5 too), hex and octal."""
     try:
         float(text.replace("_", ""))
         return True
     except ValueError:
-        return text.startswith(("0x", "0o"))
+        return text.lower().startswith(("0x", "0o", "0b", "+0x", "-0x"))
+
+
+def _plain_reads_back(text: str) -> bool:
+    """Whether ``text`` written as a plain YAML scalar is read back as that same string (not a
+    number, a boolean, null, ``.inf``/``.nan``, a date ...) by PyYAML (vLLM's loader, YAML 1.1)
+    and by YAML 1.2 readers (Kubernetes): anything numeric-looking to either is quoted."""
+    import yaml
+
+    if not _PLAIN_SAFE.match(text) or text in _YAML_11_WORDS or _looks_numeric(text):
+        return False
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) == text
+    except yaml.YAMLError:
+        return False
 
 
 def _plain_value(value: Any) -> str:
