@@ -272,16 +272,19 @@ def _may_suppress(sources: dict[str, str]) -> bool:
     one-file check)."""
     if any("sits-doctor" in text for text in sources.values()):
         return True
-    seen: set[Path] = set()
+    import os
+
+    seen: set[str] = set()
     for file in sources:
-        folder = Path(file).resolve().parent
+        folder = os.path.dirname(os.path.abspath(file))
         while folder not in seen:
             seen.add(folder)
-            if (folder / IGNORE_FILE).is_file():
+            if os.path.isfile(os.path.join(folder, IGNORE_FILE)):
                 return True
-            if folder.parent == folder:
+            parent = os.path.dirname(folder)
+            if parent == folder:
                 break
-            folder = folder.parent
+            folder = parent
     return False
 
 

@@ -31,7 +31,9 @@ ALIASES: dict[str, str] = {
 _TAG = re.compile(r"^v?(\d+\.\d+(?:\.\d+)*(?:\.post\d+|rc\d+)?)")
 
 
+@lru_cache(maxsize=4096)
 def V(text: str) -> Version:
+    """A parsed version (cached: rules compare the same few versions many times per file)."""
     return Version(text)
 
 

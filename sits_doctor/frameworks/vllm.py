@@ -385,6 +385,7 @@ def parser_table() -> tuple[list[str], dict[str, list[tuple[int, int, str, dict]
     return releases, flags, parser
 
 
+@lru_cache(maxsize=None)
 def parser_release(version: str) -> tuple[str, str] | None:
     """(the release whose parser judges ``version``, a note when it is not that exact release),
     or None before the first release in the data."""
@@ -410,6 +411,7 @@ def _normalize_flag(flag: str) -> str:
     return flag
 
 
+@lru_cache(maxsize=4096)
 def lookup_flag(written: str, release: str) -> FlagInfo | None:
     """How ``release``'s parser reads the flag ``written`` (``--max_model_len``, ``-tp``,
     ``--compilation-config.mode``, an abbreviation), or None when it rejects it."""
@@ -432,10 +434,10 @@ def lookup_flag(written: str, release: str) -> FlagInfo | None:
     if dot:
         return None
     if entry.get("allow_abbrev") and flag.startswith("--"):
-        matches = {f: (dest, seg) for f, segs in flags.items() if f.startswith(flag)
-                   for a, b, dest, seg in segs if a <= i <= b}
+        matches = [f for f in flags_at(release) if f.startswith(flag)]
         if len(matches) == 1:
-            (f, (dest, seg)), = matches.items()
+            (f,) = matches
+            dest, seg = next((dest, seg) for a, b, dest, seg in flags[f] if a <= i <= b)
             return FlagInfo(f, dest, seg, abbreviation=True)
     return None
 
@@ -497,6 +499,7 @@ def next_release(release: str) -> str | None:
     return releases[i + 1] if i + 1 < len(releases) else None
 
 
+@lru_cache(maxsize=None)
 def flags_at(release: str) -> list[str]:
     releases, flags, _ = parser_table()
     i = releases.index(release)
