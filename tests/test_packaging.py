@@ -55,6 +55,10 @@ def test_wheel_file_list(wheel):
     assert {p.name for p in (REPO / "kernels").glob("*.py")} <= shipped_kernels
     assert "sits_doctor/kernels/__init__.py" in names
     assert "sits_doctor/schemas/ortgenai.py" in names
+    # the framework knowledge made by tools/ ships with the wheel (the rules read it at run time)
+    data = {n.rsplit("/", 1)[-1] for n in names if n.startswith("sits_doctor/frameworks/data/")}
+    assert data >= {"vllm_options.json", "trtllm_options.json", "ortgenai_probes.json"}, data
+    assert "sits_doctor/fixes/config_insert.py" in names
 
 
 def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path):
