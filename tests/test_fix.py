@@ -292,3 +292,20 @@ def test_an_aliased_list_is_shared_everywhere_it_is_used():
 
     (doc,) = parse_yaml("a: &x [1, 2]\nb: *x\nc: [3]\n", "t.yaml")
     assert doc.is_shared("/a/0") and doc.is_shared("/b") and not doc.is_shared("/c/0")
+
+
+def test_fix_apply_on_the_whole_fixture_tree(tree: Path):
+    """The issue's check, as one run over a copy of fixtures/: --apply writes exactly what the dry
+    run showed, a second run has nothing to fix, and every file still parses."""
+    before = {p: p.read_bytes() for p in tree.rglob("*") if p.is_file()}
+    dry = run_cli("fix", "fixtures", "--unsafe-fixes", cwd=tree.parent)
+    assert {p: p.read_bytes() for p in before} == before
+    shown = {line[len("+++ b/"):] for line in dry.stdout.splitlines() if line.startswith("+++ b/")}
+    applied = run_cli("fix", "fixtures", "--unsafe-fixes", "--apply", cwd=tree.parent)
+    assert applied.exit_code in (0, 1), applied.stderr
+    changed = {os.path.relpath(p, tree.parent) for p, data in before.items() if p.read_bytes() != data}
+    assert changed == shown and len(changed) >= 15
+    again = run_cli("fix", "fixtures", "--unsafe-fixes", "--apply", cwd=tree.parent)
+    assert "Nothing to fix;" in again.stdout
+    for rel in changed:
+        parse_docs((tree.parent / rel).read_text(encoding="utf-8"), tree.parent / rel, rel)
