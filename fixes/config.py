@@ -16,16 +16,18 @@ import re
 from typing import Any
 
 from sits_doctor.finding import Edit, Fix, Safety
+from sits_doctor.fixes.config_style import CannotEdit
+from sits_doctor.fixes.config_style import key_text as _key_text
+from sits_doctor.fixes.config_style import line_end as _line_end
+from sits_doctor.fixes.config_style import line_start as _line_start
+from sits_doctor.fixes.config_style import parent as _parent
+from sits_doctor.fixes.config_style import plain_shell as _plain_shell
+from sits_doctor.fixes.config_style import plain_value as _plain_value
+from sits_doctor.fixes.config_style import scalar_text as _scalar_text
 from sits_doctor.plan import Setting, Site, Word
 from sits_doctor.source import Pos, SourceDoc
 
-_PLAIN_SAFE = re.compile(r"^(?:[A-Za-z0-9_./]|-[A-Za-z0-9_.-])[A-Za-z0-9_./+=-]*$")  # --flag is plain too
 _ANCHOR = re.compile(r"(?:^|[\s\[{,:-])&[^\s,\[\]{}]+")
-_YAML_11_WORDS = frozenset("y Y yes Yes YES n N no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL ~".split())
-
-
-class CannotEdit(Exception):
-    """The edit would need reformatting; the message says why."""
 
 
 # --- public builders ---------------------------------------------------------------------------
@@ -165,20 +167,6 @@ def _located(doc: SourceDoc, pointer: str, part: str) -> Pos:
 
 # --- removing members and items ----------------------------------------------------------------
 
-def _parent(pointer: str) -> str:
-    return pointer.rsplit("/", 1)[0] if "/" in pointer else ""
-
-
-def _line_start(text: str, i: int) -> int:
-    return text.rfind("\n", 0, i) + 1
-
-
-def _line_end(text: str, i: int) -> int:
-    """Offset just past the line break of the line holding ``i`` (or the text's end)."""
-    nl = text.find("\n", i)
-    return len(text) if nl < 0 else nl + 1
-
-
 def _remove_member(doc: SourceDoc, pointer: str) -> Edit:
     pos = doc.positions.get(pointer)
     if pos is None or pos.key_start < 0 or pos.end < 0:
@@ -284,71 +272,3 @@ def _remove_words(doc: SourceDoc, words: tuple[Word, ...]) -> Edit:
     return Edit(ws, end, "")
 
 
-# --- writing values and keys in the file's style -----------------------------------------------
-
-def _key_text(doc: SourceDoc, pos: Pos, key: str) -> str:
-    import json
-
-    if doc.fmt == "json":
-        return json.dumps(key, ensure_ascii=False)
-    quote = doc.text[pos.key_start: pos.key_start + 1]
-    if quote == '"':
-        return json.dumps(key, ensure_ascii=False)
-    if quote == "'":
-        return "'" + key.replace("'", "''") + "'"
-    if not _plain_reads_back(key):
-        return json.dumps(key, ensure_ascii=False)
-    return key
-
-
-def _scalar_text(doc: SourceDoc, pos: Pos | None, value: Any) -> str:
-    """``value`` as a JSON or YAML scalar, keeping the quote style written there."""
-    import json
-
-    if doc.fmt == "json" or value is None or isinstance(value, (bool, int, float)):
-        if doc.fmt != "json" and isinstance(value, bool):
-            return "true" if value else "false"
-        return json.dumps(value, ensure_ascii=False)
-    text = str(value)
-    style = pos.style if pos is not None else None
-    if style == "'":
-        return "'" + text.replace("'", "''") + "'"
-    if style == '"' or not _plain_reads_back(text):
-        return json.dumps(text, ensure_ascii=False)
-    return text
-
-
-def _looks_numeric(text: str) -> bool:
-    """A number to some YAML reader: Python's float syntax (YAML 1.2's 1e5 too), hex and octal."""
-    try:
-        float(text.replace("_", ""))
-        return True
-    except ValueError:
-        return text.lower().startswith(("0x", "0o", "0b", "+0x", "-0x"))
-
-
-def _plain_reads_back(text: str) -> bool:
-    """Whether ``text`` written as a plain YAML scalar is read back as that same string (not a
-    number, a boolean, null, ``.inf``/``.nan``, a date ...) by PyYAML (vLLM's loader, YAML 1.1)
-    and by YAML 1.2 readers (Kubernetes): anything numeric-looking to either is quoted."""
-    import yaml
-
-    if not _PLAIN_SAFE.match(text) or text in _YAML_11_WORDS or _looks_numeric(text):
-        return False
-    try:
-        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) == text
-    except yaml.YAMLError:
-        return False
-
-
-def _plain_value(value: Any) -> str:
-    import json
-
-    text = json.dumps(value) if isinstance(value, (bool, dict, list)) or value is None else str(value)
-    if not _plain_shell(text):
-        raise CannotEdit("the new value needs shell quoting")
-    return text
-
-
-def _plain_shell(text: str) -> bool:
-    return bool(text) and re.fullmatch(r"[A-Za-z0-9_./:=+,@%-]+", text) is not None

@@ -14,9 +14,8 @@ import json
 from typing import Any
 
 from sits_doctor.finding import Edit, Fix, Safety
-from sits_doctor.fixes.config import (
-    CannotEdit, _key_text, _line_end, _line_start, _parent, _plain_shell, _scalar_text,
-)
+from sits_doctor.fixes import config_style as style
+from sits_doctor.fixes.config_style import CannotEdit
 from sits_doctor.plan import Plan, Site
 from sits_doctor.source import Pos, SourceDoc
 
@@ -51,7 +50,7 @@ def _words_for(name: str, value: Any) -> list[str]:
 
 def _spelled_like_siblings(doc: SourceDoc, parent: str, name: str) -> str:
     """``max_model_len`` or ``max-model-len``, whichever the mapping's keys use more."""
-    keys = [p.rsplit("/", 1)[-1] for p in doc.positions if p and _parent(p) == parent]
+    keys = [p.rsplit("/", 1)[-1] for p in doc.positions if p and style.parent(p) == parent]
     dashed = sum("-" in k for k in keys)
     underscored = sum("_" in k for k in keys)
     return name.replace("_", "-") if dashed >= underscored else name
@@ -62,7 +61,7 @@ def _newline(text: str) -> str:
 
 
 def _members(doc: SourceDoc, parent: str) -> list[tuple[str, Pos]]:
-    return sorted(((p, pos) for p, pos in doc.positions.items() if p and _parent(p) == parent),
+    return sorted(((p, pos) for p, pos in doc.positions.items() if p and style.parent(p) == parent),
                   key=lambda item: item[1].start)
 
 
@@ -74,8 +73,8 @@ def add_member(doc: SourceDoc, parent: str, key: str, value: Any) -> Edit:
     members = _members(doc, parent)
     text, nl = doc.text, _newline(doc.text)
     if doc.fmt == "json" or container.style == "flow":
-        key_text = json.dumps(key) if doc.fmt == "json" else _key_text(doc, Pos(1, 1, key_start=-1), key)
-        value_text = json.dumps(value) if doc.fmt == "json" else _scalar_text(doc, None, value)
+        key_text = json.dumps(key) if doc.fmt == "json" else style.key_text(doc, Pos(1, 1, key_start=-1), key)
+        value_text = json.dumps(value) if doc.fmt == "json" else style.scalar_text(doc, None, value)
         entry = f"{key_text}: {value_text}"
         if not members:
             close = text.find("}", container.start)
@@ -83,22 +82,22 @@ def add_member(doc: SourceDoc, parent: str, key: str, value: Any) -> Edit:
                 raise CannotEdit("the mapping is empty and written on several lines")
             return Edit(close, close, entry)
         last = members[-1][1]
-        first_line = _line_start(text, members[0][1].key_start)
+        first_line = style.line_start(text, members[0][1].key_start)
         indent = text[first_line: members[0][1].key_start]
-        if indent.strip() or _line_start(text, last.key_start) == _line_start(text, container.start):
+        if indent.strip() or style.line_start(text, last.key_start) == style.line_start(text, container.start):
             return Edit(last.end, last.end, f", {entry}")  # members share a line: stay on it
         return Edit(last.end, last.end, f",{nl}{indent}{entry}")
     if not members:
         raise CannotEdit("the mapping has no key to take the indentation from")
     last_key = members[-1][1]
-    indent_start = _line_start(text, members[0][1].key_start)
+    indent_start = style.line_start(text, members[0][1].key_start)
     indent = text[indent_start: members[0][1].key_start]
     if indent.strip():
         raise CannotEdit("the mapping's keys do not start their lines")
-    at = _line_end(text, last_key.end)
+    at = style.line_end(text, last_key.end)
     prefix = "" if at == 0 or text[at - 1] == "\n" else nl
-    return Edit(at, at, f"{prefix}{indent}{_key_text(doc, Pos(1, 1, key_start=-1), key)}: "
-                        f"{_scalar_text(doc, None, value)}{nl}")
+    return Edit(at, at, f"{prefix}{indent}{style.key_text(doc, Pos(1, 1, key_start=-1), key)}: "
+                        f"{style.scalar_text(doc, None, value)}{nl}")
 
 
 def add_words(doc: SourceDoc, args: Site, words: list[str]) -> Edit:
@@ -111,9 +110,9 @@ def add_words(doc: SourceDoc, args: Site, words: list[str]) -> Edit:
     text, nl = doc.text, _newline(doc.text)
     if args.kind == "argv":
         return _add_items(doc, last.pointer, words)
-    if args.kind != "shell" or not all(_plain_shell(w) for w in words):
+    if args.kind != "shell" or not all(style.plain_shell(w) for w in words):
         raise CannotEdit("the new words need quoting")
-    line0 = _line_start(text, last.start)
+    line0 = style.line_start(text, last.start)
     before = text[line0: last.start]
     previous = text[max(0, line0 - 3): line0].rstrip("\r\n")
     if not before.strip() and previous.endswith("\\"):
@@ -123,10 +122,10 @@ def add_words(doc: SourceDoc, args: Site, words: list[str]) -> Edit:
 
 def _add_items(doc: SourceDoc, last_item: str, words: list[str]) -> Edit:
     text, nl = doc.text, _newline(doc.text)
-    parent = doc.positions.get(_parent(last_item))
+    parent = doc.positions.get(style.parent(last_item))
     last = doc.positions[last_item]
     if doc.fmt == "json" or (parent is not None and parent.style == "flow"):
-        line0 = _line_start(text, last.start)
+        line0 = style.line_start(text, last.start)
         own_line = not text[line0: last.start].strip()
         quote = '"' if doc.fmt == "json" or last.style != "'" else "'"
         items = [json.dumps(w) if quote == '"' else f"'{w}'" for w in words]
@@ -135,12 +134,12 @@ def _add_items(doc: SourceDoc, last_item: str, words: list[str]) -> Edit:
             return Edit(last.end, last.end, "".join(f",{nl}{indent}{item}" for item in items))
         return Edit(last.end, last.end, "".join(f", {item}" for item in items))
     dash = text.rfind("-", 0, last.start)
-    line0 = _line_start(text, dash)
+    line0 = style.line_start(text, dash)
     if dash < 0 or text[line0:dash].strip():
         raise CannotEdit("the list items do not start their lines")
     indent = text[line0:dash]
     gap = text[dash + 1: last.start]
-    at = _line_end(text, last.end)
+    at = style.line_end(text, last.end)
     prefix = "" if text[at - 1: at] == "\n" else nl
-    quoted = [_scalar_text(doc, Pos(1, 1, style=last.style), w) for w in words]
+    quoted = [style.scalar_text(doc, Pos(1, 1, style=last.style), w) for w in words]
     return Edit(at, at, prefix + "".join(f"{indent}-{gap}{w}{nl}" for w in quoted))

@@ -6,7 +6,6 @@ whenever an edit is refused; apply_edits, _choose, FileResult and the writer's e
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -15,6 +14,7 @@ from sits_doctor.errors import InputError
 from sits_doctor.finding import Edit, Finding, Fix, Safety
 from sits_doctor.fixer import apply_edits
 from sits_doctor.fixes import config as edit
+from sits_doctor.fixes import config_style as style
 from sits_doctor.loaders.commands import words
 from sits_doctor.loaders.flatten import flatten
 from sits_doctor.loaders.vllm_args import parse_args
@@ -514,9 +514,9 @@ def test_scalar_text_without_a_position_is_plain_or_json():
 
 def test_looks_numeric():
     for text in ("1", "-1", "1.5", "1e3", "1_000", "0x1f", "0o7", "inf", "nan"):
-        assert edit._looks_numeric(text) is True, text
+        assert style.looks_numeric(text) is True, text
     for text in ("a", "x0", "1a", "", "_"):
-        assert edit._looks_numeric(text) is False, text
+        assert style.looks_numeric(text) is False, text
 
 
 # was a bug (xfail in 5d25df6): `.inf`, `-.inf`, `.nan` and `0b101` were written unquoted and read back as numbers
