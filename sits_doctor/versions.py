@@ -103,7 +103,9 @@ def resolve(plan: Plan, requested: dict[str, tuple[str, str]]) -> Target:
     if found_installed:
         return Target(framework=framework, version=found_installed, source="installed package")
     why = "nothing pins the version"
-    if plan.image is not None:
+    if plan.image is not None and plan.image.templated:
+        why = f"the image comes from a template or a variable ({plan.image.prov})"
+    elif plan.image is not None:
         why = f"image {plan.image.raw} ({plan.image.prov}) pins no version"
     key = "transformers" if framework == "hf" else framework
     return Target(framework=framework, version=NEWEST_KNOWN[framework], assumed=True,

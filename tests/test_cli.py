@@ -625,3 +625,12 @@ def test_unpinned_image_says_the_version_is_assumed_and_how_to_pin_it(tmp_path, 
     assert "vLLM 0.33.0 (assumed) rejects it at startup" in r.stdout
     assert "pins no version; pin it with --target vllm==VERSION" in r.stdout
     assert f"image {image} (k8s.yaml:10:18)" in r.stdout
+
+
+def test_summary_groups_assumed_versions(tmp_path, hermetic):
+    write(tmp_path, "a.yaml", "model: ./m\nswap-space: 4\nserved-model-name: a\n")
+    write(tmp_path, "k8s.yaml", k8s_deployment("          image: vllm/vllm-openai:latest",
+                                                '          args: ["--model", "m", "--swap-space", "4"]'))
+    r = run_cli("check", "a.yaml", "k8s.yaml", "--isolated", cwd=tmp_path)
+    assert r.stdout.rstrip().splitlines()[-1] == (
+        "target: vLLM 0.33.0 (assumed newest: nothing pins it (pin it with --target) ×2; each finding says which)")

@@ -68,10 +68,19 @@ def target_lines(report: Report) -> list[str]:
         if len(unique) == 1:
             lines.append(f"{version} ({unique[0]})")
         else:
-            kinds = Counter(s.split(" ", 1)[0] if s.startswith("image ") else s for s in found)
-            parts = [f"{'image tag' if k == 'image' else k} ×{n}" for k, n in sorted(kinds.items())]
+            kinds = Counter(_source_kind(s) for s in found)
+            parts = [f"{k} ×{n}" for k, n in sorted(kinds.items())]
             lines.append(f"{version} ({', '.join(parts)}; each finding says which)")
     return lines
+
+
+def _source_kind(source: str) -> str:
+    """What kind of source chose a version, for the summary of several plans."""
+    if source.startswith("image "):
+        return "image tag"
+    if source.startswith("newest version the rules know"):
+        return "assumed newest: nothing pins it (pin it with --target)"
+    return source
 
 
 def _version_key(label: str) -> tuple:
