@@ -37,7 +37,8 @@ def split(script: str) -> list[ShellWord]:
         elif c == "\\" and script.startswith("\\\n", i):
             i += 2
         elif c == "\n":
-            out.append(ShellWord(";", i, i + 1, operator=True))
+            if out and not out[-1].operator:  # a line break ends a command (blank lines add nothing)
+                out.append(ShellWord(";", i, i + 1, operator=True))
             i += 1
         elif c == "#":
             while i < n and script[i] != "\n":
@@ -50,6 +51,8 @@ def split(script: str) -> list[ShellWord]:
             else:
                 word, i = _word(script, i)
                 out.append(word)
+    while out and out[-1].operator and out[-1].text == ";" and script[out[-1].start] == "\n":
+        out.pop()  # the script's final line break ends nothing
     return out
 
 
