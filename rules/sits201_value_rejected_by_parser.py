@@ -103,6 +103,19 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
     value = setting.raw
     inline = setting.site is not None and setting.site.inline
     if seg["kind"] == "bool":
+        if plan.kind == "vllm-yaml" and isinstance(value, str) and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE:
+            word = value.strip().lower()
+            as_bool = {"true": True, "false": False}.get(word)
+            yield RULE.finding(
+                plan, setting,
+                f"`{setting.raw_key}: {value!r}` is a string: vLLM's config loader passes it as a separate "
+                f"word after {shown}, which takes none; {ctx.target.name} fails to start (unrecognized "
+                f"arguments: {value}, or, when the model is not a positional argument, {value!r} taken as the "
+                "model name)",
+                evidence=evidence, fix_hint=f"write {word} without quotes" if as_bool is not None else "write true or false",
+                fixes=[edit.replace_value(setting, as_bool, f"write {word} (a YAML boolean)")] if as_bool is not None else (),
+            )
+            return
         separate = setting.site is not None and len(setting.site.words) == 2
         if separate and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE:
             off_flag = next((f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))), None)

@@ -241,3 +241,15 @@ def test_message_says_an_object(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (f,) = check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS201"])).findings
     assert "but saw an object" in f.message
+
+
+def test_fail_yaml_string_for_a_flag_without_value(tmp_path, monkeypatch):
+    """vllm/utils/argparse_utils.py@0.20.0 load_config_file: a non-bool value becomes `--key value`;
+    after a flag that takes none, the word is left over."""
+    found = harness.findings(tmp_path, monkeypatch, {"serve.yaml": 'model: m\nenforce_eager: "false"\nserved-model-name: m\n'},
+                             "serve.yaml", CODE, "vllm==0.20.0")
+    assert [f.render() for f in found] == [
+        "serve.yaml:2:1: SITS201 [error] `enforce_eager: 'false'` is a string: vLLM's config loader passes it as a "
+        "separate word after --enforce-eager, which takes none; vLLM 0.20.0 fails to start (unrecognized arguments: "
+        "false, or, when the model is not a positional argument, 'false' taken as the model name)"]
+    assert found[0].fixes[0].edits[0].new == "false"
