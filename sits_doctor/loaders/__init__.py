@@ -180,6 +180,8 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
             return [hf.plan_from_sidecar(doc, "hf-generation-config")]
         if hf.is_quant_config(data):
             return [hf.plan_from_sidecar(doc, "hf-quant-config")]
+        if kubernetes.is_kubernetes(data):  # kubectl get -o json, and manifests written as JSON
+            return kubernetes.plans(doc)
         return []
     if kubernetes.is_kubernetes(data):
         return kubernetes.plans(doc)
