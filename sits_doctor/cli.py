@@ -75,6 +75,9 @@ def check(paths, fmt, output, select, extend_select, ignore, fail_on, targets, g
         detail = traceback.format_exc() if debug else f"{type(exc).__name__}: {exc}"
         click.echo(f"sits-doctor: internal error: {detail}\n(run with --debug for the traceback, and please report it)", err=True)
         sys.exit(3)
+    if output and _is_input(output, list(paths) + report.files_checked):
+        click.echo(f"{output}: error: refusing to write the report over a file being checked", err=True)
+        sys.exit(2)
     if output:
         try:
             with open(output, "w", encoding="utf-8") as fh:
@@ -188,6 +191,16 @@ def explain(code) -> None:
         click.echo(f"sits-doctor: error: unknown rule {code!r} (see `sits-doctor rules`)", err=True)
         sys.exit(2)
     click.echo((module.__doc__ or "").strip())
+
+
+def _is_input(output: str, inputs: list[str]) -> bool:
+    from pathlib import Path
+
+    try:
+        target = Path(output).resolve()
+        return any(Path(p).resolve() == target for p in inputs)
+    except (OSError, RuntimeError):
+        return False
 
 
 def _valid_gpu(text: str) -> bool:

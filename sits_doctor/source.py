@@ -124,21 +124,32 @@ def display_path(path: Path) -> str:
 def read_text(path: Path, display: str) -> str:
     """Read a file as UTF-8 text, refusing binary, oversized, non-UTF-8 and conflicted files.
 
-    A UTF-8 byte-order mark is dropped (the fixer keeps it when it writes the file back)."""
+    A UTF-8 byte-order mark is dropped (the fixer keeps it when it writes the file back). Only
+    regular files are read (a FIFO, socket or device is refused without being opened for a
+    blocking read), and never more than the size limit, whatever ``stat`` says (``/dev/zero``,
+    ``/proc`` files report 0)."""
+    import stat
+
     try:
-        size = path.stat().st_size
+        info = path.stat()
+    except RuntimeError:  # a symlink loop (Python 3.11 raises it from resolve/stat chains)
+        raise InputError(display, "cannot read: symbolic link loop") from None
     except OSError as exc:
         raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
-    if size > MAX_FILE_BYTES:
-        raise InputError(
-            display,
-            f"file is {size / 2**20:.1f} MiB, over the {MAX_FILE_BYTES // 2**20} MiB limit for a "
-            "config file; is this really a config?",
-        )
+    if not stat.S_ISREG(info.st_mode):
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode)
+                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file")
+        raise InputError(display, f"cannot read: {kind}, not a config file")
+    too_big = (f"over the {MAX_FILE_BYTES // 2**20} MiB limit for a config file; is this really a config?")
+    if info.st_size > MAX_FILE_BYTES:
+        raise InputError(display, f"file is {info.st_size / 2**20:.1f} MiB, {too_big}")
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(display, f"file grew past the limit while being read: {too_big}")
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise InputError(display, "file is UTF-16 encoded; save it as UTF-8")
     if b"\x00" in raw[:8192]:
@@ -171,6 +182,8 @@ def parse_json(text: str, display: str) -> SourceDoc:
         raise InputError(display, f"invalid JSON: {exc.msg}", exc.lineno, exc.colno) from None
     except RecursionError:
         raise InputError(display, f"JSON nested deeper than {MAX_DEPTH} levels") from None
+    except ValueError:  # an integer longer than Python's int-string limit (4300 digits)
+        raise InputError(display, "invalid JSON: a number has more digits than any config value could") from None
     positions = _JsonIndexer(text, display).run()
     return SourceDoc(display, "json", data, positions, text)
 

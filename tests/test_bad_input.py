@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import os
 from pathlib import Path
 
 import pytest
@@ -556,3 +557,56 @@ def test_walk_skips_broken_files_that_are_not_deployment_configs(tmp_path, cli):
     r = cli("check", ".", "--target", "vllm==0.20.0", cwd=tmp_path)
     assert r.exit_code == 2
     assert "k8s/broken.yaml:2:1: error: invalid YAML" in r.stderr
+
+
+# --- inputs that used to hang or crash (issue "Reliability") -----------------------------------------
+
+def test_fifo_and_devices_are_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.yaml"
+    os.mkfifo(fifo)
+    r = check(tmp_path, str(fifo), "/dev/zero")
+    assert r.exit_code == 2
+    assert "pipe.yaml: error: cannot read: a named pipe (FIFO), not a config file" in r.stderr
+    assert "/dev/zero: error: cannot read: a device, not a config file" in r.stderr
+
+
+def test_a_fifo_met_while_walking_is_skipped_with_a_note(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe.yaml")
+    write(tmp_path, "serve.yaml", "model: ./m\nswap-space: 4\nserved-model-name: m\n")
+    r = check(tmp_path, ".")
+    assert r.exit_code == 1
+    assert "pipe.yaml: note: skipped: cannot read: a named pipe (FIFO), not a config file" in r.stderr
+
+
+def test_symlink_loops_are_reported_at_the_path(tmp_path: Path) -> None:
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    r = check(tmp_path, "loop.yaml")
+    assert r.exit_code == 2
+    assert "loop.yaml: error: cannot read: a symbolic link to nothing (broken or a loop)" in r.stderr
+
+
+def test_a_5000_digit_number_is_an_input_error_not_a_crash(tmp_path: Path) -> None:
+    write(tmp_path, "genai_config.json", '{"model": {"type": "llama", "context_length": ' + "9" * 5000 + "}}")
+    r = check(tmp_path, "genai_config.json")
+    assert r.exit_code == 2
+    assert "genai_config.json: error: invalid JSON: a number has more digits than any config value could" in r.stderr
+
+
+def test_a_nan_model_length_is_not_used_and_does_not_crash(tmp_path: Path) -> None:
+    write(tmp_path, "m/config.json", '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", '
+          '"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": NaN}')
+    write(tmp_path, "serve.yaml", "model: ./m\nmax-model-len: 4096\nserved-model-name: m\n")
+    r = check(tmp_path, "serve.yaml")
+    assert r.exit_code == 0, r.stdout + r.stderr
+
+
+def test_the_report_never_overwrites_a_checked_file(tmp_path: Path) -> None:
+    serve = write(tmp_path, "serve.yaml", "model: ./m\nswap-space: 4\nserved-model-name: m\n")
+    before = serve.read_text()
+    for target in ("serve.yaml", "./serve.yaml"):
+        r = check(tmp_path, "serve.yaml", extra=TARGET + ("-o", target))
+        assert r.exit_code == 2
+        assert f"{target}: error: refusing to write the report over a file being checked" in r.stderr
+    r = check(tmp_path, ".", extra=TARGET + ("-o", "serve.yaml"))
+    assert r.exit_code == 2
+    assert serve.read_text() == before

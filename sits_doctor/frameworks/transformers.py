@@ -77,14 +77,17 @@ ROPE_KEYS = ("rope_parameters", "rope_scaling")
 
 
 def _first(model, keys, *, number: bool = True):
+    import math
+
     from sits_doctor.facts import Value
 
     for key in keys:
         s = model.fact(key)
         if s is None or s.value is None:
             continue
-        if number and (isinstance(s.value, bool) or not isinstance(s.value, (int, float))):
-            continue
+        if number and (isinstance(s.value, bool) or not isinstance(s.value, (int, float))
+                       or not math.isfinite(s.value) or s.value < 0):
+            continue  # NaN, inf and negative dimensions are not dimensions
         return Value.of(s)
     return None
 

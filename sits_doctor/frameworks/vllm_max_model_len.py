@@ -44,17 +44,25 @@ class DerivedLen:
     model_max_length: int | None = None
 
 
+def is_length(value) -> bool:
+    """A usable length: a positive finite number (not a bool, not NaN/inf, not -1)."""
+    import math
+
+    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            and value > 0)
+
+
 def derived_max_model_len(model: ModelFacts, version: str, *, disable_sliding_window: bool = False) -> DerivedLen:
     ver = V(version)
     present = [(k, model.fact(k)) for k in LENGTH_KEYS]
-    present = [(k, s) for k, s in present if s is not None and isinstance(s.value, (int, float)) and not isinstance(s.value, bool)]
+    present = [(k, s) for k, s in present if s is not None and is_length(s.value)]
     if present:
         key, setting = min(present, key=lambda ks: ks[1].value)
         out = DerivedLen(setting.value, key, [f"{key} = {setting.value} ({setting.prov})"])
     else:
         out = DerivedLen(float("inf"), "max_position_embeddings")
     mml = model.fact("model_max_length")
-    if mml is not None and isinstance(mml.value, int) and mml.value:
+    if mml is not None and isinstance(mml.value, int) and is_length(mml.value):
         out.model_max_length = mml.value
         if out.key != "model_max_length":
             out.value, out.key = mml.value, "model_max_length"

@@ -65,6 +65,8 @@ def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None
                 _load(file, False, result, seen, consumed)
         elif path.exists():
             _load(path, not skip_unrecognized, result, seen, consumed)
+        elif path.is_symlink():
+            result.errors.append(InputError(str(given), "cannot read: a symbolic link to nothing (broken or a loop)"))
         else:
             result.errors.append(InputError(str(given), "no such file or directory"))
     return result
@@ -86,7 +88,11 @@ def _walk(root: Path, result: LoadResult) -> Iterable[Path]:
 
 
 def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consumed: set[Path]) -> None:
-    key = path.resolve()
+    try:
+        key = path.resolve()
+    except (RuntimeError, OSError):  # a symlink loop: Python 3.11 raises RuntimeError
+        result.errors.append(InputError(display_path(path), "cannot read: symbolic link loop"))
+        return
     if key in seen or (not explicit and key in consumed):
         return
     seen.add(key)
@@ -156,6 +162,8 @@ def _tolerable_in_walk(path: Path, err: InputError, text: str | None) -> bool:
     size over the limit, an empty file, a Helm template, or a broken file that does not look like
     a deployment config at all (docs, other tools' settings). A broken file that does is an error."""
     if err.message == "empty file" or ("over the" in err.message and "limit" in err.message):
+        return True
+    if err.message.endswith("not a config file"):  # a FIFO, socket or device: never opened to read
         return True
     if path.name in _CONFIG_NAMES:
         return False
