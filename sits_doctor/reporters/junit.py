@@ -1,5 +1,6 @@
-"""JUnit XML: one testcase per checked file; findings at or above ``--fail-on`` are failures,
-files that could not be used are errors."""
+"""JUnit XML: one testcase per checked file. A file with findings at or above ``--fail-on`` has
+one ``<failure>`` holding all of them (the JUnit schema CI systems read allows one per testcase,
+and counts failures by testcase); a file that could not be used has one ``<error>``."""
 
 from __future__ import annotations
 
@@ -20,13 +21,17 @@ def render(report: Report) -> str:
         case = ET.SubElement(suite, "testcase", classname="sits-doctor", name=file)
         failing = [f for f in by_file.get(file, []) if report.fails(f)]
         others = [f for f in by_file.get(file, []) if not report.fails(f)]
-        for f in failing:
+        if failing:
             failures += 1
-            node = ET.SubElement(case, "failure", message=f.render(), type=f.code)
-            node.text = "\n".join([f.render(), *f.evidence, *( [f"help: {f.fix_hint}"] if f.fix_hint else [])])
-        for e in (e for e in report.errors if e.path == file):
+            codes = ",".join(dict.fromkeys(f.code for f in failing))
+            message = failing[0].render() + (f" (and {len(failing) - 1} more)" if len(failing) > 1 else "")
+            node = ET.SubElement(case, "failure", message=message, type=codes)
+            node.text = "\n\n".join(
+                "\n".join([f.render(), *f.evidence, *([f"help: {f.fix_hint}"] if f.fix_hint else [])]) for f in failing)
+        problems = [e for e in report.errors if e.path == file]
+        if problems:
             errors += 1
-            ET.SubElement(case, "error", message=str(e), type="input-error")
+            ET.SubElement(case, "error", message="; ".join(str(e) for e in problems), type="input-error")
         if others:
             ET.SubElement(case, "system-out").text = "\n".join(f.render() for f in others)
     suite.set("tests", str(len(files)))
