@@ -13,7 +13,7 @@ from sits_doctor.modelref import ModelResolver
 from sits_doctor.plan import Plan, Target
 from sits_doctor.source import display_path
 from sits_doctor.settings import ProjectSettings, clear_caches, find_config, load_settings
-from sits_doctor.versions import parse_target, resolve
+from sits_doctor.versions import parse_target, resolve, unknown_version_note
 
 
 class CheckOptions(NamedTuple):
@@ -91,13 +91,14 @@ def rule_modules():
 
 
 def matches(code: str, selectors: Sequence[str]) -> bool:
-    return any(s == "ALL" or code.startswith(s) for s in selectors)
+    """Whether a rule code is selected (codes and prefixes, any case: ``sits205`` = ``SITS205``)."""
+    return any(s.upper() == "ALL" or code.startswith(s.upper()) for s in selectors)
 
 
 def check_selectors(selectors: Sequence[str], where: str, what: str) -> None:
     codes = [m.RULE.code for m in rule_modules()]
     for s in selectors:
-        if s != "ALL" and not any(c.startswith(s) for c in codes):
+        if s.upper() != "ALL" and not any(c.startswith(s.upper()) for c in codes):
             raise InputError(where, f"unknown rule selector {s!r} in {what} (see `sits-doctor rules`)")
 
 
@@ -138,7 +139,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
     """Check config files and folders; the Python API behind ``sits-doctor check``."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    opts = options or CheckOptions()
+    opts = _as_lists(options or CheckOptions())
     report = Report()
     clear_caches()
     try:
@@ -150,7 +151,13 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
                 framework, version = parse_target(spec)
             except ValueError as exc:
                 raise InputError("<arguments>", f"--target {exc}") from None
+            if framework in requested and requested[framework][0] != version:
+                raise InputError("<arguments>", f"--target {spec!r}: a second version for the same framework "
+                                                f"(already {requested[framework][0]}); give one")
             requested[framework] = (version, "--target")
+            note = unknown_version_note(framework, version)
+            if note:
+                report.notices.append(Notice("<arguments>", f"--target {spec}: {note}"))
         base_settings = _base_settings(paths, opts)
     except (InputError, ValueError) as err:
         report.errors.append(err if isinstance(err, InputError) else InputError("<arguments>", str(err)))
@@ -317,6 +324,13 @@ def effective(plan: Plan) -> Facts:
     serving = builder(plan, plan.target, dims) if builder is not None else None
     missing["gpu"] = "no GPU is known (pass --gpu NAME[xN])"
     return Facts(model=dims, serving=serving, gpu=None, missing=missing)
+
+
+def _as_lists(opts: CheckOptions) -> CheckOptions:
+    """A single string where a list is expected (``select="SITS204"``) is one item, not letters."""
+    changes = {name: [value] for name in ("select", "extend_select", "ignore", "targets")
+               if isinstance(value := getattr(opts, name), str)}
+    return opts._replace(**changes) if changes else opts
 
 
 def _relative_to(path: str | None, root: Path | None) -> str | None:

@@ -69,6 +69,22 @@ def version_from_image(image: str) -> tuple[str, str] | None:
 IMPORT_NAMES: dict[str, str] = {"vllm": "vllm", "trtllm": "tensorrt_llm", "ortgenai": "onnxruntime_genai", "hf": "transformers"}
 
 
+def unknown_version_note(framework: str, version: str) -> str | None:
+    """What to say when a requested version is outside what the rules know (newer than the
+    newest release they cover, or older than the oldest one in the framework's parser data)."""
+    newest = NEWEST_KNOWN[framework]
+    if V(version) > V(newest):
+        return (f"newer than {newest}, the newest release the rules know; options are judged as "
+                f"{newest} accepts them")
+    if framework == "vllm":
+        from sits_doctor.frameworks.vllm import parser_table
+
+        first = parser_table()[0][0]
+        if V(version) < V(first):
+            return f"older than {first}, the oldest release whose parser the rules know; flags are not judged"
+    return None
+
+
 @lru_cache(maxsize=None)
 def installed(framework: str) -> str | None:
     """The installed version of the framework's package, if any. A package that cannot be

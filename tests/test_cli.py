@@ -634,3 +634,37 @@ def test_summary_groups_assumed_versions(tmp_path, hermetic):
     r = run_cli("check", "a.yaml", "k8s.yaml", "--isolated", cwd=tmp_path)
     assert r.stdout.rstrip().splitlines()[-1] == (
         "target: vLLM 0.33.0 (assumed newest: nothing pins it (pin it with --target) ×2; each finding says which)")
+
+
+# --- arguments that used to be accepted silently (issue "Reliability") --------------------------------
+
+def test_target_outside_what_the_rules_know_is_announced(tmp_path):
+    write(tmp_path, "serve.yaml", "model: ./m\nswap-space: 4\nserved-model-name: m\n")
+    r = run_cli("check", "serve.yaml", "--isolated", "--target", "vllm==99.0", cwd=tmp_path)
+    assert ("<arguments>: note: --target vllm==99.0: newer than 0.33.0, the newest release the rules know; "
+            "options are judged as 0.33.0 accepts them") in r.stderr
+    r = run_cli("check", "serve.yaml", "--isolated", "--target", "vllm==0.1", cwd=tmp_path)
+    assert "older than 0.6.0, the oldest release whose parser the rules know; flags are not judged" in r.stderr
+
+
+def test_two_targets_for_one_framework_are_refused(tmp_path):
+    write(tmp_path, "serve.yaml", "model: ./m\nserved-model-name: m\n")
+    r = run_cli("check", "serve.yaml", "--target", "vllm==0.10.2", "--target", "vllm==0.20.0", cwd=tmp_path)
+    assert r.exit_code == 2
+    assert "a second version for the same framework (already 0.10.2)" in r.stderr
+
+
+def test_selectors_are_case_insensitive(tmp_path):
+    write(tmp_path, "serve.yaml", "model: ./m\nswap-space: 4\nserved-model-name: m\n")
+    r = run_cli("check", "serve.yaml", "--isolated", "--select", "sits204", cwd=tmp_path)
+    assert r.exit_code == 1 and "SITS204" in r.stdout
+
+
+def test_python_api_takes_a_single_string_as_one_item(tmp_path, monkeypatch):
+    from sits_doctor import CheckOptions, check
+
+    write(tmp_path, "serve.yaml", "model: ./m\nswap-space: 4\nserved-model-name: m\n")
+    monkeypatch.chdir(tmp_path)
+    report = check("serve.yaml", CheckOptions(select="SITS204", targets="vllm==0.20.0", isolated=True))
+    assert not report.errors
+    assert [f.code for f in report.findings] == ["SITS204"]
