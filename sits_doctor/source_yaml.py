@@ -80,6 +80,9 @@ def parse_yaml(text: str, display: str) -> list[SourceDoc]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         problem = exc.problem or exc.context or "invalid YAML"
+        at = getattr(mark, "index", None) if mark else None
+        if "tab" not in problem and isinstance(at, int) and work[at:at + 1] == "\t":
+            problem += " (a tab character: YAML indents with spaces only)"
         line = mark.line + 1 if mark else None
         col = mark.column + 1 if mark else None
         hint = " (after neutralising Helm {{ }} templates)" if n_templates else ""

@@ -610,3 +610,10 @@ def test_the_report_never_overwrites_a_checked_file(tmp_path: Path) -> None:
     r = check(tmp_path, ".", extra=TARGET + ("-o", "serve.yaml"))
     assert r.exit_code == 2
     assert serve.read_text() == before
+
+
+def test_a_tab_that_breaks_yaml_is_named(tmp_path: Path) -> None:
+    write(tmp_path, "serve.yaml", "model: m\nmax-model-len:\n\t- 4\n")
+    r = check(tmp_path, "serve.yaml")
+    assert r.exit_code == 2
+    assert "serve.yaml:3:1: error: invalid YAML: " in r.stderr and "(a tab character: YAML indents with spaces only)" in r.stderr
