@@ -76,11 +76,13 @@ def load_settings(path: Path) -> ProjectSettings:
 
     shown = display_path(path)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(shown, f"cannot read settings: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
-        raise InputError(shown, f"invalid TOML: {exc}") from None
+        line, col = _toml_position(str(exc))
+        raise InputError(shown, f"invalid TOML: {str(exc).split(' (at line')[0]}", line, col) from None
     if path.name == "pyproject.toml":
         data = data.get("tool", {}).get("sits-doctor", {})
     from pydantic import ValidationError
@@ -88,12 +90,30 @@ def load_settings(path: Path) -> ProjectSettings:
     try:
         model = _schema().model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in exc.errors()
-        )
-        raise InputError(shown, f"invalid sits-doctor settings: {problems}") from None
+        errors = exc.errors()
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in errors)
+        start = text.find("[tool.sits-doctor]") if path.name == "pyproject.toml" else 0
+        line = _key_line(text, str(errors[0]["loc"][0]), max(start, 0)) if errors and errors[0]["loc"] else None
+        raise InputError(shown, f"invalid sits-doctor settings: {problems}", line, 1 if line else None) from None
     values = {name: getattr(model, name) for name in type(model).model_fields}
     return ProjectSettings(**values)._replace(root=path.parent, source=str(path))
+
+
+def _toml_position(message: str) -> tuple[int | None, int | None]:
+    """tomllib puts the place at the end of its message: "... (at line 3, column 7)"."""
+    import re
+
+    m = re.search(r"\(at line (\d+), column (\d+)\)", message)
+    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
+
+
+def _key_line(text: str, key: str, start: int = 0) -> int | None:
+    """The line where a settings key is written (``key =`` at the start of a line, from ``start``:
+    in pyproject.toml, the [tool.sits-doctor] table, not another tool's key of the same name)."""
+    import re
+
+    m = re.compile(rf"^[ \t]*\"?{re.escape(key)}\"?[ \t]*=", re.MULTILINE).search(text, start)
+    return text.count("\n", 0, m.start()) + 1 if m else None
 
 
 @lru_cache(maxsize=None)

@@ -296,10 +296,11 @@ def test_invalid_settings_exit_2_naming_the_file(proj, text, needle):
 
 
 def test_invalid_pyproject_table_names_the_file(proj):
-    settings = write(proj, "pyproject.toml", '[tool.sits-doctor]\nselect = 3\n')
+    write(proj, "pyproject.toml", '[tool.ruff]\nselect = ["E"]\n\n[tool.sits-doctor]\nselect = 3\n')
     r = run_cli("check", "all.yaml", cwd=proj)
     assert r.exit_code == 2
-    assert "pyproject.toml: error: invalid sits-doctor settings: select" in r.stderr
+    # the line of sits-doctor's own `select`, not ruff's
+    assert "pyproject.toml:5:1: error: invalid sits-doctor settings: select" in r.stderr
 
 
 def test_invalid_config_option_file_exit_2(proj, tmp_path):
@@ -378,3 +379,18 @@ def test_fail_on_comes_from_each_files_own_settings_whatever_the_order(tmp_path)
     assert run_cli("check", "strict/serve.yaml", "lenient/serve.yaml", cwd=tmp_path).exit_code == 1
     only_lenient = run_cli("check", "lenient/serve.yaml", "--format", "junit", cwd=tmp_path)
     assert only_lenient.exit_code == 0 and "<failure" not in only_lenient.stdout
+
+
+def test_settings_errors_name_the_line(tmp_path):
+    """A wrong type in a settings file points at the key's line (issue "Reliability")."""
+    from conftest import run_cli, write
+
+    write(tmp_path, "serve.yaml", "model: ./m\nserved-model-name: m\n")
+    write(tmp_path, ".sits-doctor.toml", '# settings\nfail-on = "error"\nselect = "SITS2"\n')
+    r = run_cli("check", "serve.yaml", cwd=tmp_path)
+    assert r.exit_code == 2
+    assert ".sits-doctor.toml:3:1: error: invalid sits-doctor settings: select: Input should be a valid list" in r.stderr
+    write(tmp_path, ".sits-doctor.toml", 'fail-on = "error"\nselect = ["SITS2"\nignore = []\n')
+    r = run_cli("check", "serve.yaml", cwd=tmp_path)
+    assert r.exit_code == 2
+    assert ".sits-doctor.toml:3:1: error: invalid TOML: Unclosed array" in r.stderr
