@@ -76,6 +76,7 @@ from sits_doctor.fixes import config as edit
 from sits_doctor.frameworks import transformers as tf
 from sits_doctor.frameworks import trtllm as trt
 from sits_doctor.frameworks import vllm as fw
+from sits_doctor.loaders.vllm_args import LOOKALIKE, ascii_dashes
 from sits_doctor.plan import Plan, Provenance, Setting
 from sits_doctor.rule import Rule
 from sits_doctor.source import join_pointer
@@ -162,6 +163,16 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
     option = fw.OPTIONS.get(setting.key.partition(".")[0])
     hint = option.instead if option is not None else None
     shown = setting.raw_key if setting.raw_key.startswith("-") else flag
+    if info is None and setting.key.startswith(LOOKALIKE):
+        plain = ascii_dashes(setting.raw_key)
+        yield RULE.finding(
+            plan, setting,
+            f"{setting.raw_key} starts with a look-alike dash (U+{ord(setting.raw_key[0]):04X}), not '-': vLLM reads "
+            f"it as a positional argument, not {plain}; {ctx.target.name} fails to start (unrecognized arguments)",
+            evidence=evidence, fix_hint=f"write {plain} with ASCII hyphens",
+            fixes=[edit.rename(setting, plain, f"write {plain} with ASCII hyphens")],
+        )
+        return
     if info is None:
         runs = fw.flag_history(flag)
         if not runs:

@@ -619,3 +619,17 @@ def test_mlc_chat_config_is_not_taken_for_a_transformers_config(tmp_path):
     result = load_paths([tmp_path])
     assert result.plans == []
     assert [why for _, why in result.skipped_files] == ["not a recognized config"]
+
+
+@pytest.mark.parametrize("cluster", ["-c", "-ec", "-lc", "-xc", "-exc"])
+def test_shell_flag_clusters_ending_in_c_run_the_next_item_as_a_script(tmp_path, cluster):
+    """`bash -ec "..."` and friends (issue "Reliability": only an exact -c was read)."""
+    from conftest import k8s_deployment
+    from sits_doctor.loaders import load_paths
+
+    path = tmp_path / "k8s.yaml"
+    path.write_text(k8s_deployment("          image: vllm/vllm-openai:v0.11.0",
+                                   "          command: [bash]",
+                                   f'          args: ["{cluster}", "vllm serve m --swap-space 4"]'), encoding="utf-8")
+    (plan,) = load_paths([path]).plans
+    assert plan.get("swap_space").value == 4.0

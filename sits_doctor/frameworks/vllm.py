@@ -456,7 +456,7 @@ def written_options(plan):
             if "." in key or setting.raw is False:
                 continue
             yield setting, "--" + written
-        elif written.startswith("-"):
+        elif written.startswith("-") or key.startswith("lookalike:"):
             yield setting, "-O" if re.fullmatch(r"-O\d+", written) else written
 
 

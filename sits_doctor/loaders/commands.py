@@ -44,12 +44,19 @@ def _script_or_items(doc: SourceDoc, items: list[tuple[str, Any]]) -> list[Token
     for n, (ptr, item) in enumerate(items):
         text = "" if item is None else str(item)
         prev = str(items[n - 1][1]) if n else ""
-        is_script = prev == "-c" and n >= 2 and str(items[n - 2][1]).rsplit("/", 1)[-1] in SHELLS
+        shell_at = n - 2 if _runs_script(prev) else -1
+        is_script = shell_at >= 0 and str(items[shell_at][1]).rsplit("/", 1)[-1] in SHELLS
         if is_script or (n == 0 and len(items) == 1 and " " in text.strip()):
             tokens.extend(split_shell(doc, text, ptr))
         else:
             tokens.append(item_token(doc, text, ptr))
     return tokens
+
+
+def _runs_script(flag: str) -> bool:
+    """``-c`` and the clusters that end in it (``-ec``, ``-lc``, ``-xc``, ``-exc``): the next word is
+    the script."""
+    return len(flag) >= 2 and flag[0] == "-" and flag[-1] == "c" and flag[1:].isalpha()
 
 
 def item_token(doc: SourceDoc, text: str, pointer: str) -> Token:

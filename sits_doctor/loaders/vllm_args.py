@@ -85,10 +85,25 @@ def coerce(key: str, value: Any) -> Any:
     return value
 
 
+LOOKALIKE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"  # hyphen, en/em dash, minus ...
+LOOKALIKE = "lookalike:"  # key prefix of a word that only looks like a flag (vLLM sees a positional)
+
+
 def _is_flag(text: str) -> bool:
+    if text[:1] in LOOKALIKE_DASHES and len(text) > 2:
+        return True
     if not text.startswith("-") or text == "-":
         return False
     return not re.fullmatch(r"-\d+(\.\d+)?", text)
+
+
+def ascii_dashes(text: str) -> str:
+    """The flag meant: look-alike dashes become '-', and a lone leading en/em dash '--' (what
+    word processors make of a typed '--')."""
+    lead = len(text) - len(text.lstrip(LOOKALIKE_DASHES))
+    if lead == 1 and text[0] in "\u2013\u2014":
+        return "--" + text[1:]
+    return "".join("-" if c in LOOKALIKE_DASHES else c for c in text)
 
 
 def expand_nested(setting: Setting) -> dict[str, Setting]:
@@ -133,7 +148,11 @@ def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[
         name, eq, inline = text.partition("=")
         templated = tok.templated
         used = [tok]
-        if re.fullmatch(r"-O\d+", name):
+        if name[:1] in LOOKALIKE_DASHES:
+            # not a flag to vLLM's parser (a positional word), but written as one: kept apart so
+            # that no rule takes it for the real option, and reported (SITS204)
+            key, value = LOOKALIKE + normalize_key(ascii_dashes(name).lstrip("-")), True
+        elif re.fullmatch(r"-O\d+", name):
             key, value = fw.OPTIMIZATION_LEVEL, int(name[2:])
         else:
             head, dot, rest = name.partition(".")

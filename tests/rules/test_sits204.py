@@ -585,3 +585,15 @@ def test_trtllm_unknown_keys_from_the_release_models(tmp_path, monkeypatch):
     assert [line.split(": SITS204")[0] for line in later] == ["trt.yaml:3:3"]
     # a series the data does not cover is not judged (no guess from another release)
     assert rendered(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.3.0") == []
+
+
+@pytest.mark.parametrize(("written", "meant"), [("\u2013\u2013swap-space", "--swap-space"),
+                                                ("\u2014swap-space", "--swap-space")])
+def test_fail_flag_written_with_a_look_alike_dash(tmp_path, monkeypatch, written, meant):
+    found = findings(tmp_path, monkeypatch, "k8s.yaml",
+                     k8s_deployment('          image: vllm/vllm-openai:v0.11.0',
+                                    f'          args: ["--model", "m", "{written}", "4"]'), "vllm==0.11.0")
+    (f,) = found
+    assert f.message.startswith(f"{written} starts with a look-alike dash")
+    assert f"not {meant};" in f.message
+    assert f.fixes[0].edits[0].new == meant
