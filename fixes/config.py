@@ -79,6 +79,8 @@ def _build(setting: Setting, title: str, safety: Safety, make) -> Fix | None:
     try:
         if setting.templated:
             raise CannotEdit("the value comes from a template or a variable")
+        if any(w.start < 0 and "$" in w.text for w in site.words):
+            raise CannotEdit("the value comes from an environment variable: change it where the variable is set")
         for pointer in {site.pointer, *(w.pointer for w in site.words)}:
             if doc.is_shared(pointer):
                 raise CannotEdit("it is written once for several places (a YAML anchor, alias or << merge)")

@@ -178,6 +178,7 @@ class Plan:
     facts: Any = field(default=None, repr=False)  # sits_doctor.facts.Facts, filled by the engine
     args_site: Site | None = None  # where new command-line options would be added (argv/shell)
     entry: str = ""  # how the framework is started: "vllm serve", "python -m ...", "vllm serve --config"
+    unchecked: int = 0  # command-line words that name variables the container does not set
 
     def get(self, key: str) -> Setting | None:
         return self.settings.get(key)

@@ -633,3 +633,39 @@ def test_shell_flag_clusters_ending_in_c_run_the_next_item_as_a_script(tmp_path,
                                    f'          args: ["{cluster}", "vllm serve m --swap-space 4"]'), encoding="utf-8")
     (plan,) = load_paths([path]).plans
     assert plan.get("swap_space").value == 4.0
+
+
+def test_variables_expand_from_the_containers_env(tmp_path):
+    """Kubernetes expands $(VAR) from the container's env, and a shell in the container expands
+    ${VAR} and ${VAR:-default}; a variable the env does not set (or sets from a secret) stays
+    unknown and is counted (issue "Reliability")."""
+    from conftest import k8s_deployment
+    from sits_doctor.loaders import load_paths
+
+    path = tmp_path / "k8s.yaml"
+    path.write_text(k8s_deployment(
+        "          image: vllm/vllm-openai:v0.11.0",
+        "          env:",
+        '            - {name: MAX_LEN, value: "8192"}',
+        "            - {name: SWAP, valueFrom: {secretKeyRef: {name: s, key: k}}}",
+        '          command: ["sh", "-c"]',
+        "          args: ['vllm serve m --max-model-len ${MAX_LEN} --max-num-seqs ${SEQS:-64} --swap-space ${SWAP} --block-size $(B)']",
+    ), encoding="utf-8")
+    result = load_paths([path])
+    (plan,) = result.plans
+    assert plan.get("max_model_len").value == 8192 and not plan.get("max_model_len").templated
+    assert plan.get("max_num_seqs").value == 64
+    assert plan.get("swap_space").templated and plan.get("block_size").templated
+    assert plan.unchecked == 2
+    assert any("2 command-line word(s) use variables" in n.message for n in result.notices)
+
+
+def test_compose_variables_are_not_taken_from_the_service_environment(tmp_path):
+    """compose interpolates ${VAR} from the host's environment, not from `environment:`."""
+    from sits_doctor.loaders import load_paths
+
+    path = tmp_path / "compose.yaml"
+    path.write_text("services:\n  v:\n    image: vllm/vllm-openai:v0.11.0\n    environment: {LEN: '8192'}\n"
+                    "    command: --model m --max-model-len ${LEN}\n", encoding="utf-8")
+    (plan,) = load_paths([path]).plans
+    assert plan.get("max_model_len").templated

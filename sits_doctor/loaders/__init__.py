@@ -127,6 +127,11 @@ def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consu
     result.files_checked.append(display)
     result.sources[display] = text
     result.plans += plans
+    unchecked = sum(p.unchecked for p in plans)
+    if unchecked:
+        result.notices.append(Notice(
+            display, f"{unchecked} command-line word(s) use variables the container's env does not set "
+                     "(or sets from a secret or a field) and were not checked"))
     templated = sum(len(d.templated) for d in docs)
     if templated:
         result.notices.append(

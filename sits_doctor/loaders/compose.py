@@ -29,7 +29,7 @@ def plans(doc: SourceDoc) -> list[Plan]:
         plan = plan_from_command(
             doc, tokens, label=f"compose service {name}",
             anchor=Provenance.at(doc, pointer, key=False), image=image, env=env,
-            entrypoint_kept=not service.get("entrypoint"),
+            entrypoint_kept=not service.get("entrypoint"), env_expands=False,
         )
         if plan is not None:
             out.append(plan)

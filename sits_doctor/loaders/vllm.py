@@ -7,7 +7,9 @@ from typing import Any
 from sits_doctor.frameworks import vllm as fw
 from sits_doctor.loaders.commands import vllm_invocation
 from sits_doctor.loaders.flatten import flatten
-from sits_doctor.loaders.vllm_args import Token, coerce, expand_nested, normalize_key, parse_args, site_of
+from sits_doctor.loaders.vllm_args import (
+    Token, coerce, expand_nested, normalize_key, parse_args, resolve_vars, site_of,
+)
 from sits_doctor.plan import Plan, Provenance, Setting
 from sits_doctor.source import SourceDoc
 
@@ -51,11 +53,15 @@ def plan_from_command(
     image: Setting | None = None,
     env: dict[str, Setting] | None = None,
     entrypoint_kept: bool = True,
+    env_expands: bool = True,
 ) -> Plan | None:
     """A Plan for the vLLM invocation inside ``tokens``, or None if there is none.
 
     ``entrypoint_kept``: the image's own entrypoint runs (k8s without ``command``, compose without
     ``entrypoint``), so with a vLLM image the words are the server's arguments.
+    ``env_expands``: ``env`` is what variables in the words expand to (Kubernetes expands ``$(VAR)``
+    from the container's env, and so does a shell inside the container); compose interpolates
+    ``${VAR}`` from the host's environment instead, which the file does not show.
     """
     image_is_vllm = (
         entrypoint_kept and image is not None and "vllm" in str(image.value).rsplit("/", 1)[-1]
@@ -64,6 +70,7 @@ def plan_from_command(
     if found is None:
         return None
     args, how = found
+    args, unresolved = resolve_vars(args, env or {}) if env_expands else (args, 0)
     settings, positional = parse_args(args, doc)
     model_ref = settings.get(fw.MODEL)
     if model_ref is None and positional:
@@ -89,4 +96,5 @@ def plan_from_command(
         doc=doc,
         args_site=args_site,
         entry=how,
+        unchecked=unresolved,
     )

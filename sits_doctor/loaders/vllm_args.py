@@ -85,6 +85,7 @@ def coerce(key: str, value: Any) -> Any:
     return value
 
 
+TEMPLATE_MARK_PREFIX = "__tp"  # sits_doctor.source_yaml.TEMPLATE_MARK (a Helm {{ }} action)
 LOOKALIKE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"  # hyphen, en/em dash, minus ...
 LOOKALIKE = "lookalike:"  # key prefix of a word that only looks like a flag (vLLM sees a positional)
 
@@ -206,3 +207,38 @@ def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[
 
 def is_shell_templated(text: str) -> bool:
     return bool(_SHELL_VAR.search(text))
+
+
+_VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def resolve_vars(tokens: list[Token], env: dict[str, Setting]) -> tuple[list[Token], int]:
+    """Words with ``$(VAR)`` (Kubernetes), ``${VAR}``, ``${VAR:-default}`` and ``$VAR`` replaced by
+    the container's own environment where it says what they are. A resolved word keeps no file
+    span (a fix must not rewrite the reference). Returns the words and how many stay unknown."""
+    out, unknown = [], 0
+    for tok in tokens:
+        if not tok.templated or tok.operator or "$" not in tok.text:
+            out.append(tok)
+            continue
+        missing = False
+
+        def value(m: re.Match[str]) -> str:
+            nonlocal missing
+            name = m.group(1) or m.group(2) or m.group(4)
+            s = env.get(name)
+            if s is not None and not s.templated and s.value is not None:
+                return str(s.value)
+            if m.group(3) is not None and m.group(1) is None:
+                return m.group(3)  # ${VAR:-default}: the default, when the variable is not set
+            missing = True
+            return m.group(0)
+
+        text = _VAR_REF.sub(value, tok.text)
+        if missing or "{{" in text or TEMPLATE_MARK_PREFIX in text:
+            unknown += 1
+            out.append(tok)
+        else:
+            word = tok.word._replace(start=-1, end=-1) if tok.word is not None else None
+            out.append(tok._replace(text=text, templated=False, word=word))
+    return out, unknown
