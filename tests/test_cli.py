@@ -668,3 +668,22 @@ def test_python_api_takes_a_single_string_as_one_item(tmp_path, monkeypatch):
     report = check("serve.yaml", CheckOptions(select="SITS204", targets="vllm==0.20.0", isolated=True))
     assert not report.errors
     assert [f.code for f in report.findings] == ["SITS204"]
+
+
+def test_quiet_prints_only_what_fails_and_repeats_are_folded(tmp_path, hermetic):
+    """-q prints what fails the run; 2000 identical infos are one line and a count (issue 7)."""
+    docs = "\n---\n".join(
+        f"apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: d{i}}}\nspec:\n  template:\n    spec:\n"
+        f"      containers:\n        - name: v\n          image: vllm/vllm-openai:v0.11.0\n"
+        f'          args: ["--model", "org/m", "--max-model-len", "8192"]' for i in range(2000))
+    write(tmp_path, "many.yaml", docs)
+    write(tmp_path, "serve.yaml", "model: ./m\nswap-space: 4\nserved-model-name: m\n")
+    quiet = run_cli("check", "many.yaml", "serve.yaml", "--isolated", "-q", cwd=tmp_path)
+    assert quiet.stdout.strip().splitlines() == [
+        "serve.yaml:2:1: SITS204 [error] --swap-space was removed in vLLM 0.18.0: vLLM 0.33.0 (assumed) rejects it "
+        "at startup (unrecognized arguments)"]
+    full = run_cli("check", "many.yaml", "--isolated", cwd=tmp_path)
+    infos = [line for line in full.stdout.splitlines() if "SITS202 [info]" in line]
+    assert len(infos) == 3
+    assert "  = and 1997 more like it (same message, other deployments)" in full.stdout
+    assert "Found 2000 finding(s) (2000 info)" in full.stdout

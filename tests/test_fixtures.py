@@ -2,7 +2,7 @@
 
 Every fixture file has a sidecar ``<file>.snap`` holding the expected stdout of
 
-    sits-doctor check <path relative to the repo root> --isolated -q
+    sits-doctor check <path relative to the repo root> --isolated --fail-on info -q
 
 run from the repo root (without ``--isolated`` when a ``.sits-doctor.toml`` sits in the file's
 folder or a folder between it and fixtures/, so that its ``target`` applies), followed, when the
@@ -65,7 +65,8 @@ def command_for(path: Path, verb: str = "check") -> list[str]:
     args = [verb, _rel(path)]
     if not uses_settings(path):
         args.append("--isolated")
-    return args + (["--unsafe-fixes"] if verb == "fix" else []) + ["-q"]
+    # -q prints what fails the run: --fail-on info makes that every finding, infos included
+    return args + (["--unsafe-fixes"] if verb == "fix" else []) + ["--fail-on", "info", "-q"]
 
 
 def snapshot_text(path: Path) -> str:

@@ -9,10 +9,24 @@ from sits_doctor.engine import Report
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
+GROUP_AFTER = 3  # identical info findings beyond this many are folded into one line
+
+
 def render(report: Report, *, color: bool = False, quiet: bool = False, statistics: bool = False) -> str:
+    """``quiet``: only the findings that fail the run, one line each."""
     lines: list[str] = []
     repeated = {r for r, n in Counter(f.render() for f in report.findings).items() if n > 1}
-    for f in report.findings:
+    shown = report.failing if quiet else report.findings
+    same = Counter((f.code, f.message) for f in shown if f.severity.value == "info")
+    seen: Counter = Counter()
+    for f in shown:
+        key = (f.code, f.message)
+        if key in same and same[key] > GROUP_AFTER:
+            seen[key] += 1
+            if seen[key] > GROUP_AFTER:
+                if seen[key] == same[key]:
+                    lines.append(f"  = and {same[key] - GROUP_AFTER} more like it (same message, other deployments)")
+                continue
         lines.append(f.render())
         if not quiet:
             if f.render() in repeated:  # one YAML anchor shared by several deployments
