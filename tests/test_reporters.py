@@ -404,3 +404,25 @@ def test_junit_directory(proj):
     (failure,) = cases["all.yaml"].findall("failure")  # one per testcase, holding the four findings
     assert failure.get("message").endswith("(and 3 more)") and failure.text.count("\n\n") == 3
     assert cases["good.yaml"].findall("failure") == []
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "junit"])
+def test_a_file_name_that_is_not_utf8_keeps_every_format_valid(tmp_path, fmt):
+    """Python keeps undecodable file-name bytes as lone surrogates; no format may crash on them or
+    emit invalid UTF-8 / XML (issue "Reliability")."""
+    import json as _json
+    import os
+
+    name = os.fsdecode(b"bad\xff.yaml")
+    (tmp_path / name).write_text("model: ./m\nswap-space: 4\nserved-model-name: m\n", encoding="utf-8")
+    r = run_cli("check", ".", "--isolated", "--format", fmt, cwd=tmp_path)
+    assert r.exit_code == 1, r.stderr
+    r.stdout.encode("utf-8")  # no lone surrogate left
+    if fmt in ("json", "sarif"):
+        assert "bad\\xff.yaml" in _json.dumps(_json.loads(r.stdout), ensure_ascii=False).replace("\\\\", "\\")
+    else:
+        assert "bad\\xff.yaml" in r.stdout
+    if fmt == "sarif":
+        assert "bad%FF.yaml" in r.stdout
+    if fmt == "junit":
+        ET.fromstring(r.stdout)

@@ -3,6 +3,22 @@
 FORMATS = ("text", "json", "sarif", "github", "junit")
 
 
+def printable(obj):
+    """``obj`` (a string, or lists/dicts of them) with the undecodable bytes of file names (which
+    Python keeps as lone surrogates) written as ``\\xNN``, so that every format stays valid UTF-8."""
+    if isinstance(obj, str):
+        return obj.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") if _has_surrogate(obj) else obj
+    if isinstance(obj, dict):
+        return {printable(k): printable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [printable(v) for v in obj]
+    return obj
+
+
+def _has_surrogate(text: str) -> bool:
+    return any("\udc80" <= c <= "\udcff" for c in text)
+
+
 def render(report, fmt: str, *, color: bool = False, quiet: bool = False, statistics: bool = False) -> str:
     if fmt == "text":
         from sits_doctor.reporters.text import render as r

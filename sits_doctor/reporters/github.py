@@ -34,5 +34,8 @@ def render(report: Report) -> str:
         lines.append(f"::error {where},title=sits-doctor input error::{_data(e.message)}")
     for e in report.internal_errors:
         lines.append(f"::error title=sits-doctor internal error::{_data(e)}")
+    from sits_doctor.reporters import printable
+
+    lines = printable(lines)
     lines.append(summary(report))
     return "\n".join(lines)

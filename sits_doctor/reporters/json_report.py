@@ -29,4 +29,6 @@ def render(report: Report) -> str:
         "suppressed": report.suppressed,
         "baselined": report.baselined,
     }
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    from sits_doctor.reporters import printable
+
+    return json.dumps(printable(data), indent=2, ensure_ascii=False)

@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from sits_doctor.engine import Report
+from sits_doctor.reporters import printable
 
 
 def render(report: Report) -> str:
@@ -39,5 +40,9 @@ def render(report: Report) -> str:
     suite.set("errors", str(errors))
     root = ET.Element("testsuites", tests=str(len(files)), failures=str(failures), errors=str(errors))
     root.append(suite)
+    for node in root.iter():
+        node.text = printable(node.text) if node.text else node.text
+        for k, v in node.attrib.items():
+            node.set(k, printable(v))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True)

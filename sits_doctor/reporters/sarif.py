@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -33,11 +34,13 @@ def repo_root(start: Path | None = None) -> Path:
 
 def artifact(file: str, root: Path) -> dict:
     """An artifactLocation: relative to the repository root, or an absolute file URI outside it."""
+    from urllib.parse import quote
+
     path = Path(file).resolve()
-    try:
-        return {"uri": path.relative_to(root).as_posix(), "uriBaseId": "%SRCROOT%"}
+    try:  # URIs carry a file name's bytes percent-encoded, whatever their encoding
+        return {"uri": quote(os.fsencode(path.relative_to(root).as_posix())), "uriBaseId": "%SRCROOT%"}
     except ValueError:
-        return {"uri": path.as_uri()}
+        return {"uri": "file://" + quote(os.fsencode(path.as_posix()))}
 
 
 def render(report: Report) -> str:
@@ -121,4 +124,6 @@ def render(report: Report) -> str:
             "results": results,
         }],
     }
-    return json.dumps(sarif, indent=2, ensure_ascii=False)
+    from sits_doctor.reporters import printable
+
+    return json.dumps(printable(sarif), indent=2, ensure_ascii=False)

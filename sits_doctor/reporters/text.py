@@ -39,13 +39,17 @@ def render(report: Report, *, color: bool = False, quiet: bool = False, statisti
         lines += [f"{n:>5}  {code}  {name}" for (code, name), n in sorted(counts.items())]
     if not quiet:
         lines.append(summary(report))
-    text = "\n".join(lines)
+    from sits_doctor.reporters import printable
+
+    text = printable("\n".join(lines))
     return _colorize(text) if color else text
 
 
 def diagnostics(report: Report, quiet: bool = False, show_skipped: bool = False) -> str:
     """Input errors, internal errors and notices (and, asked for, the skipped files): for stderr."""
-    lines = [str(e) for e in report.errors]
+    from sits_doctor.reporters import printable
+
+    lines = [printable(str(e)) for e in report.errors]
     if show_skipped:
         lines += [f"{path}: skipped: {why}" for path, why in report.skipped_files]
     lines += [f"internal error: {e}\n  please report this at the sits-doctor issue tracker" for e in report.internal_errors]
