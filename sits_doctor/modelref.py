@@ -39,11 +39,9 @@ class ModelResolver:
             return None, f"the model name comes from a template or variable ({ref.raw})"
         name = str(ref.value)
         for base in (Path(plan.file).parent, Path.cwd()):
-            candidate = (base / name).expanduser()
-            if candidate.is_dir() and (candidate / "config.json").is_file():
-                return self._with_overrides(self._load(candidate / "config.json"), plan), None
-            if candidate.is_file() and candidate.suffix == ".json":
-                return self._with_overrides(self._load(candidate), plan), None
+            found = _local_config(base, name)
+            if found is not None:
+                return self._with_overrides(self._load(found), plan), None
         cached = _from_hf_cache(name, plan.value(fw.REVISION))
         if cached is not None:
             return self._with_overrides(self._load(cached), plan), None
@@ -76,6 +74,20 @@ class ModelResolver:
         if not found:
             return facts
         return replace(facts, overrides={**facts.overrides, **found})
+
+
+def _local_config(base: Path, name: str) -> Path | None:
+    """``name`` as a model folder (with a config.json) or a .json file under ``base``. A name no
+    file system accepts (too long, a NUL byte, a symlink loop) is not a local path."""
+    try:
+        candidate = (base / name).expanduser()
+        if candidate.is_dir() and (candidate / "config.json").is_file():
+            return candidate / "config.json"
+        if candidate.is_file() and candidate.suffix == ".json":
+            return candidate
+    except (OSError, ValueError, RuntimeError):
+        return None
+    return None
 
 
 def _cache_dirs() -> list[Path]:
