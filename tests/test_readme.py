@@ -56,7 +56,9 @@ def _transcript(marker: str) -> tuple[str, str]:
 
 
 def _play(body: str, cwd: Path) -> str:
-    """Run each ``$ `` line of a transcript in ``cwd``; return the transcript with real output."""
+    """Run each ``$ `` line of a transcript in ``cwd``; return the transcript with real output
+    (stdout, then stderr)."""
+    import shlex
     import shutil
 
     from conftest import run_cli
@@ -66,19 +68,23 @@ def _play(body: str, cwd: Path) -> str:
         if not line.startswith("$ "):
             continue
         out.append(line)
-        words = line[2:].split()
+        words = shlex.split(line[2:])
         if words[0] == "cp":
             shutil.copy(cwd / words[1], cwd / words[2])
             continue
+        if words[0] == "printf":  # printf 'TEXT' > FILE (the escapes of printf's format)
+            (cwd / words[3]).write_text(words[1].encode().decode("unicode_escape"), encoding="utf-8")
+            continue
         assert words[0] == "sits-doctor"
         result = run_cli(*words[1:], cwd=cwd, env={"NO_COLOR": "1"})
-        assert result.exit_code in (0, 1), result.stderr
-        if result.stdout.rstrip():
-            out.append(result.stdout.rstrip())
+        assert result.exit_code in (0, 1, 2), result.stderr
+        both = (result.stdout.rstrip() + "\n" + result.stderr.rstrip()).strip("\n")
+        if both:
+            out.append(both)
     return "\n".join(out)
 
 
-@pytest.mark.parametrize("marker", ["fix-sample", "apply-sample"])
+@pytest.mark.parametrize("marker", ["fix-sample", "apply-sample", "input-errors"])
 def test_fix_samples_are_what_the_commands_print(marker, hermetic, tmp_path, update_snapshots):
     """The README's fix transcripts are real output, run on a copy of fixtures/."""
     import shutil
