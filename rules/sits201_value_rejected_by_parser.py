@@ -140,6 +140,14 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
                 fixes=[edit.rewrite_word(setting, word, f"write {word}")] if word else (),
             )
         return
+    if plan.kind == "vllm-yaml" and value is True and seg.get("nargs") in (None, "?", 1):
+        yield RULE.finding(
+            plan, setting,
+            f"`{setting.raw_key}: true` becomes {shown} with no value (vLLM's config loader writes only the flag "
+            f"for true): {ctx.target.name} refuses to start (argument {shown}: expected one argument)",
+            evidence=evidence, fix_hint=f"write the {seg['kind']} value {setting.raw_key} takes",
+        )
+        return
     if isinstance(value, (list, dict)) or value is None or isinstance(value, bool):
         return
     text = str(value).strip()

@@ -253,3 +253,11 @@ def test_fail_yaml_string_for_a_flag_without_value(tmp_path, monkeypatch):
         "separate word after --enforce-eager, which takes none; vLLM 0.20.0 fails to start (unrecognized arguments: "
         "false, or, when the model is not a positional argument, 'false' taken as the model name)"]
     assert found[0].fixes[0].edits[0].new == "false"
+
+
+def test_fail_yaml_true_for_an_option_that_takes_a_value(tmp_path, monkeypatch):
+    found = harness.findings(tmp_path, monkeypatch, {"serve.yaml": "model: m\nmax-num-seqs: true\nserved-model-name: m\n"},
+                             "serve.yaml", CODE, "vllm==0.20.0")
+    assert [f.message for f in found] == [
+        "`max-num-seqs: true` becomes --max-num-seqs with no value (vLLM's config loader writes only the flag for "
+        "true): vLLM 0.20.0 refuses to start (argument --max-num-seqs: expected one argument)"]
