@@ -58,6 +58,7 @@ from typing import Iterator
 from sits_doctor.finding import Finding, Severity
 from sits_doctor.fixes import config as edit
 from sits_doctor.frameworks import vllm as fw
+from sits_doctor.loaders.vllm_args import parse_human_int
 from sits_doctor.plan import Plan, Provenance
 from sits_doctor.rule import Rule
 from sits_doctor.source import join_pointer
@@ -89,8 +90,8 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     release, note = found
     evidence = [f"target: {ctx.target}"] + ([note] if note else [])
     for setting, flag in fw.written_options(plan):
-        if setting.templated or setting.key == fw.MAX_MODEL_LEN:
-            continue
+        if setting.templated or (setting.key == fw.MAX_MODEL_LEN and isinstance(setting.raw, str)):
+            continue  # suffixes and "auto": _vllm_max_model_len
         info = fw.lookup_flag(flag, release)
         if info is not None:
             yield from _vllm_value(plan, ctx, setting, info, evidence)
@@ -151,6 +152,11 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
     if isinstance(value, (list, dict)) or value is None or isinstance(value, bool):
         return
     text = str(value).strip()
+    if seg["kind"] == "human_int" and not isinstance(parse_human_int(value), int):
+        yield RULE.finding(
+            plan, setting, f"argument {shown}: invalid int value: {text!r}: {ctx.target.name} refuses to start",
+            evidence=evidence, fix_hint="write a whole number (or a size like 32k)")
+        return
     if seg["kind"] in ("int", "float"):
         try:
             (int if seg["kind"] == "int" else float)(text)

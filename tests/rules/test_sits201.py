@@ -261,3 +261,13 @@ def test_fail_yaml_true_for_an_option_that_takes_a_value(tmp_path, monkeypatch):
     assert [f.message for f in found] == [
         "`max-num-seqs: true` becomes --max-num-seqs with no value (vLLM's config loader writes only the flag for "
         "true): vLLM 0.20.0 refuses to start (argument --max-num-seqs: expected one argument)"]
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("max_model_len: true", "`max_model_len: true` becomes --max-model-len with no value"),
+    ("max_model_len: .inf", "argument --max-model-len: invalid int value: 'inf'"),
+])
+def test_fail_max_model_len_of_the_wrong_yaml_type(tmp_path, monkeypatch, line, message):
+    found = harness.findings(tmp_path, monkeypatch, {"serve.yaml": f"model: m\n{line}\nserved-model-name: m\n"},
+                             "serve.yaml", CODE, "vllm==0.20.0")
+    assert [f.message.startswith(message) for f in found] == [True]
