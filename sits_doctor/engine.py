@@ -17,7 +17,21 @@ from sits_doctor.versions import parse_target, resolve, unknown_version_note
 
 
 class CheckOptions(NamedTuple):
-    """What ``check`` does (the CLI options; every field optional)."""
+    """What ``check`` does; the fields are the ``sits-doctor check`` options, all optional:
+
+    - ``select`` / ``extend_select`` / ``ignore``: rule codes or prefixes (``["SITS2"]``; a single
+      string is one selector); ``select`` replaces the settings file's selection.
+    - ``fail_on``: the lowest :class:`Severity` that fails (default: the settings file's, else
+      warning).
+    - ``targets``: ``["vllm==0.11.0", ...]``, the versions to judge against (one per framework).
+    - ``model_config``: the served model's config.json (or its folder).
+    - ``gpu``: ``NAME`` or ``NAMExN`` (no rule uses it yet).
+    - ``config``: a settings file to use instead of discovery; ``isolated``: use none.
+    - ``debug``: keep tracebacks of internal errors.
+    - ``texts``: resolved path -> text to check instead of the file on disk (the fixer's rounds).
+    - ``skip_unrecognized``: a named file that holds no config is skipped, not an error.
+    - ``baseline`` / ``write_baseline``: baseline files (docs/ci.md).
+    """
 
     select: Sequence[str] | None = None
     extend_select: Sequence[str] = ()
