@@ -738,8 +738,9 @@ class Failure:
 
     @property
     def signature(self) -> tuple[str, str, str]:
-        first = re.sub(r"\d+", "N", self.message)[:120] if not self.where else ""
-        return (self.what, self.where or first, self.stage.split(":")[0])
+        if self.where:  # one crash site is one bug, whichever stage met it
+            return (self.what, self.where, "")
+        return (self.what, re.sub(r"\d+", "N", self.message)[:80], self.stage.split(":")[0])
 
     def __str__(self) -> str:
         return f"[{self.stage}] {self.what}: {self.message}" + (f" (at {self.where})" if self.where else "")
@@ -755,9 +756,14 @@ def _crash_site(tb_text: str) -> str:
     f, n = ours[-1]
     try:
         f = str(Path(f).resolve().relative_to(REPO))
-    except ValueError:
-        f = re.sub(r".*site-packages" + re.escape(os.sep), "", f)
+    except ValueError:  # an installed copy
+        f = re.sub(r".*?" + re.escape(os.sep) + r"(sits_doctor" + re.escape(os.sep) + ")", r"\1", f)
     return f"{f}:{n}"
+
+
+def _short(text: str, width: int = 200, lines: int = 40) -> str:
+    out = [ln if len(ln) <= width else ln[:width] + f"... ({len(ln)} chars)" for ln in text.splitlines()]
+    return "\n".join(out[-lines:])
 
 
 def _first_line(text: str) -> str:
@@ -841,21 +847,25 @@ class Workspace:
             path.write_bytes(case.data)
         return path
 
-    def snapshot(self) -> dict[str, bytes]:
+    def snapshot(self) -> dict[str, tuple]:
+        """Every file and link under the folder: (size, mtime, inode, mode) — a write or a rename
+        over a file changes one of them (the fixer's atomic write gives a new inode)."""
         out = {}
         for dirpath, dirnames, filenames in os.walk(self.root):
             for name in dirnames + filenames:
                 p = os.path.join(dirpath, name)
-                rel = os.path.relpath(p, self.root)
-                if os.path.islink(p):
-                    out[rel] = b"->" + os.readlink(p).encode()
-                elif name in filenames:
-                    with open(p, "rb") as fh:
-                        out[rel] = fh.read()
+                st_ = os.lstat(p)
+                out[os.path.relpath(p, self.root)] = (st_.st_size, st_.st_mtime_ns, st_.st_ino, st_.st_mode)
         return out
 
 
-def _changes(before: dict[str, bytes], after: dict[str, bytes]) -> list[str]:
+def _inside_target(rel: str) -> bool:
+    """A change fix --apply may make: the target folder (its entries) and files under it, but no
+    temporary file left behind."""
+    return (rel == "target" or rel.startswith("target" + os.sep)) and not rel.endswith(".sits-doctor-tmp")
+
+
+def _changes(before: dict, after: dict) -> list[str]:
     return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
 
 
@@ -864,6 +874,7 @@ class Harness:
 
     def __init__(self, root: Path):
         self.ws = Workspace(root)
+        self.slowest = (0.0, "")  # the longest single operation: (seconds, stage)
 
     def run(self, case: Case, cli: bool = False) -> list[Failure]:
         from sits_doctor.engine import CheckOptions
@@ -885,7 +896,7 @@ class Harness:
             before_apply = self.ws.snapshot()
             self._fix(rel, opts, case.unsafe, True, failures)
             after = self.ws.snapshot()
-            outside = [p for p in _changes(before_apply, after) if not p.startswith("target" + os.sep) or p.endswith(".sits-doctor-tmp")]
+            outside = [p for p in _changes(before_apply, after) if not _inside_target(p)]
             if outside:
                 failures.append(Failure("fix-apply", "wrote-outside", f"changed outside the target: {outside[:3]}"))
             if cli:
@@ -897,7 +908,7 @@ class Harness:
             self.ws.reset()
         return failures
 
-    def _unchanged(self, before: dict[str, bytes], stage: str, failures: list[Failure]) -> None:
+    def _unchanged(self, before: dict, stage: str, failures: list[Failure]) -> None:
         changed = _changes(before, self.ws.snapshot())
         if changed:
             failures.append(Failure(stage, "wrote-outside", f"{stage} changed files: {changed[:3]}"))
@@ -918,6 +929,8 @@ class Harness:
                                     _crash_site(tb), tb))
         finally:
             took = time.perf_counter() - start
+            if took > self.slowest[0]:
+                self.slowest = (took, stage)
             if took >= TIME_LIMIT_S and not any(f.what == "timeout" and f.stage == stage for f in failures):
                 failures.append(Failure(stage, "timeout", f"took {took:.1f} s"))
             grew = _maxrss_bytes() - rss
@@ -1013,7 +1026,7 @@ class Harness:
             changed = _changes(before, self.ws.snapshot())
             allowed = ("report.sarif",) if "-o" in args else ()
             if "--apply" in args:
-                bad = [p for p in changed if not p.startswith("target" + os.sep) or p.endswith(".sits-doctor-tmp")]
+                bad = [p for p in changed if not _inside_target(p)]
             else:
                 bad = [p for p in changed if p not in allowed]
             if bad:
@@ -1059,7 +1072,7 @@ def harness():
 
 def assert_holds(harness: Harness, case: Case, cli: bool = False) -> None:
     failures = harness.run(case, cli=cli)
-    assert not failures, case.describe() + "\n" + "\n".join(f"{f}\n{f.detail}" for f in failures)
+    assert not failures, case.describe() + "\n" + "\n".join(f"{f}\n{_short(f.detail)}" for f in failures)
 
 
 FUZZ = settings(derandomize=True, deadline=TIME_LIMIT_S * 1000 * 4, database=None, print_blob=True,
@@ -1067,7 +1080,29 @@ FUZZ = settings(derandomize=True, deadline=TIME_LIMIT_S * 1000 * 4, database=Non
 
 
 # Regression inputs found by this harness (and bench/fuzz.py). Each breaks the invariant today.
-REGRESSIONS: list = []
+REGRESSIONS: list = [
+    pytest.param(
+        Case("gen:vllm", "serve.yaml", b"model: a/" + b"x" * 300 + b"\nmax-model-len: 8192\n"),
+        id="model-id-too-long-for-a-cache-folder",
+        marks=pytest.mark.xfail(strict=True, reason=(
+            "sits_doctor/modelref.py:110 _from_hf_cache: (d / 'models--a--xxx...').is_dir() raises OSError "
+            "ENAMETOOLONG for an org/name model id over 255 bytes: check, fix and every CLI run exit 3 "
+            "(bench/fuzz.py found it with a nested list as the model, str() of which is the id)"))),
+    pytest.param(
+        Case("gen:vllm", "serve.yaml", b'skip-tokenizer-init: "\\f"\n'),
+        id="control-character-in-a-value-breaks-junit",
+        marks=pytest.mark.xfail(strict=True, reason=(
+            "sits_doctor/reporters/junit.py: a finding message quoting a value with a control character "
+            "(form feed) is written raw into the XML; --format junit is not well-formed XML (exit code is fine)"))),
+    pytest.param(
+        Case("gen:vllm", "serve.yaml", (FIXTURES / "vllm" / "bad_underscore_false.yaml").read_bytes(), unsafe=True,
+             symlink=True, name_the_link=True),
+        id="fix-apply-writes-through-a-named-symlink-leaving-the-target",
+        marks=pytest.mark.xfail(strict=True, reason=(
+            "sits_doctor/fixer.py _inside: the roots are the resolved named paths, so `fix --apply target/serve.yaml` "
+            "where serve.yaml is a symlink to ../outside/... writes the file outside the target (naming the folder "
+            "refuses); decide: refuse, or document that a named symlink is followed"))),
+]
 
 
 @pytest.mark.parametrize("case", REGRESSIONS or [pytest.param(None, marks=pytest.mark.skip(reason="none found"))])
@@ -1075,7 +1110,7 @@ def test_regressions(harness, case) -> None:
     assert_holds(harness, case)
 
 
-@settings(FUZZ, max_examples=900)
+@settings(FUZZ, max_examples=450)
 @given(case=generated_cases())
 def test_generated_configs_hold_the_invariant(harness, case: Case) -> None:
     assert_holds(harness, case)
