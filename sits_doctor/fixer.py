@@ -135,7 +135,7 @@ def fix_paths(paths: Sequence[str | Path], options: CheckOptions, *, unsafe: boo
     for r in result.files:
         _verify_parses(r)
     if apply:
-        roots = [Path(p).resolve() for p in paths]
+        roots = [checked_tree(p) for p in paths]
         for r in result.files:
             if r.changed:
                 try:
@@ -158,12 +158,18 @@ def _verify_parses(r: FileResult) -> None:
         r.problem = f"the fixed text would not parse ({err.message}); nothing written"
 
 
+def checked_tree(given: str | Path) -> Path:
+    """The folder a named path puts under check: a folder itself, or a named file's folder (not
+    where a symlink of that name points: `fix --apply dir/link.yaml` must not write outside dir)."""
+    path = Path(given)
+    if path.is_dir():
+        return path.resolve()
+    return path.absolute().parent.resolve()
+
+
 def _inside(path: Path, roots: list[Path]) -> bool:
-    for root in roots:
-        base = root if root.is_dir() else root.parent
-        if path == root or base in path.parents:
-            return True
-    return False
+    """Whether the resolved ``path`` lies in one of the checked folders."""
+    return any(root in path.parents for root in roots)
 
 
 def write_atomically(path: Path, expected: str, new: str, roots: list[Path]) -> None:

@@ -107,7 +107,10 @@ def _from_hf_cache(repo_id: str, revision: Any) -> Path | None:
     # Importing huggingface_hub costs more than a whole check; ask it only if the repo's cache
     # folder exists in one of the places it would look.
     folder = "models--" + repo_id.replace("/", "--")
-    if not any((d / folder).is_dir() for d in _cache_dirs()):
+    try:
+        if not any((d / folder).is_dir() for d in _cache_dirs()):
+            return None
+    except (OSError, ValueError):  # a "repo id" no file system accepts (too long, a NUL byte)
         return None
     try:
         from huggingface_hub import try_to_load_from_cache

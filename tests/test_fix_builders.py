@@ -795,14 +795,16 @@ def test_inside(tmp_path):
     (root / "sub").mkdir(parents=True)
     file_root = root / "one.yaml"
     file_root.write_text("x")
+    (root / "link.yaml").symlink_to(tmp_path / "elsewhere.yaml")
     assert fixer._inside(root / "sub" / "a.yaml", [root]) is True
-    assert fixer._inside(root, [root]) is True
-    assert fixer._inside(file_root, [file_root]) is True
-    assert fixer._inside(root / "other.yaml", [file_root]) is True  # beside a file that was named
+    assert fixer._inside(root, [root]) is False  # only what lies in a checked folder is written
     assert fixer._inside(tmp_path / "a.yaml", [root]) is False
-    assert fixer._inside(tmp_path / "a.yaml", [file_root]) is False
     assert fixer._inside(tmp_path / "a.yaml", [root, tmp_path]) is True
     assert fixer._inside(tmp_path / "a.yaml", []) is False
+    # a named file puts its folder under check, not where a symlink of that name points
+    assert fixer.checked_tree(file_root) == root.resolve()
+    assert fixer.checked_tree(root / "link.yaml") == root.resolve()
+    assert fixer.checked_tree(root) == root.resolve()
 
 
 def test_write_atomically_keeps_a_bom_and_the_mode(tmp_path):

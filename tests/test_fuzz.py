@@ -1079,29 +1079,18 @@ FUZZ = settings(derandomize=True, deadline=TIME_LIMIT_S * 1000 * 4, database=Non
                 suppress_health_check=list(HealthCheck))
 
 
-# Regression inputs found by this harness (and bench/fuzz.py). Each breaks the invariant today.
+# Regression inputs found by this harness (and bench/fuzz.py); each broke the invariant until fixed.
 REGRESSIONS: list = [
     pytest.param(
         Case("gen:vllm", "serve.yaml", b"model: a/" + b"x" * 300 + b"\nmax-model-len: 8192\n"),
-        id="model-id-too-long-for-a-cache-folder",
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "sits_doctor/modelref.py:110 _from_hf_cache: (d / 'models--a--xxx...').is_dir() raises OSError "
-            "ENAMETOOLONG for an org/name model id over 255 bytes: check, fix and every CLI run exit 3 "
-            "(bench/fuzz.py found it with a nested list as the model, str() of which is the id)"))),
+        id="model-id-too-long-for-a-cache-folder"),  # was a bug; fixed
     pytest.param(
         Case("gen:vllm", "serve.yaml", b'skip-tokenizer-init: "\\f"\n'),
-        id="control-character-in-a-value-breaks-junit",
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "sits_doctor/reporters/junit.py: a finding message quoting a value with a control character "
-            "(form feed) is written raw into the XML; --format junit is not well-formed XML (exit code is fine)"))),
+        id="control-character-in-a-value-breaks-junit"),  # was a bug; fixed
     pytest.param(
         Case("gen:vllm", "serve.yaml", (FIXTURES / "vllm" / "bad_underscore_false.yaml").read_bytes(), unsafe=True,
              symlink=True, name_the_link=True),
-        id="fix-apply-writes-through-a-named-symlink-leaving-the-target",
-        marks=pytest.mark.xfail(strict=True, reason=(
-            "sits_doctor/fixer.py _inside: the roots are the resolved named paths, so `fix --apply target/serve.yaml` "
-            "where serve.yaml is a symlink to ../outside/... writes the file outside the target (naming the folder "
-            "refuses); decide: refuse, or document that a named symlink is followed"))),
+        id="fix-apply-writes-through-a-named-symlink-leaving-the-target"),  # was a bug; fixed
 ]
 
 

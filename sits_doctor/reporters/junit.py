@@ -4,11 +4,20 @@ and counts failures by testcase); a file that could not be used has one ``<error
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 
 from sits_doctor.engine import Report
 from sits_doctor.reporters import printable
+
+
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_text(text: str) -> str:
+    """Text XML 1.0 can hold: control characters (a form feed in a config value) as ``\\xNN``."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", printable(text))
 
 
 def render(report: Report) -> str:
@@ -41,8 +50,8 @@ def render(report: Report) -> str:
     root = ET.Element("testsuites", tests=str(len(files)), failures=str(failures), errors=str(errors))
     root.append(suite)
     for node in root.iter():
-        node.text = printable(node.text) if node.text else node.text
+        node.text = _xml_text(node.text) if node.text else node.text
         for k, v in node.attrib.items():
-            node.set(k, printable(v))
+            node.set(k, _xml_text(v))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True)
