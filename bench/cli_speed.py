@@ -135,14 +135,9 @@ def imports_of_one_file_check() -> list[str]:
 
 
 def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    from machine import cpu_name
+
+    cpu = cpu_name()
     sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     return {
         "cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),

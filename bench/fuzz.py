@@ -129,15 +129,9 @@ def minimize(case: F.Case, key, cli: bool, budget: int = 150) -> F.Case:
 
 
 def _machine() -> str:
-    cpu = platform.processor() or ""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    return f"{cpu or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()} ({platform.system()} {platform.release()})"
+    from machine import cpu_name
+
+    return f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()} ({platform.system()} {platform.release()})"
 
 
 def _commit() -> str:
