@@ -145,6 +145,8 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
 )}
 
 SHORTHANDS: dict[str, str] = {s: o.name for o in OPTIONS.values() for s in o.short}
+# Key prefix of a word written like a flag with look-alike dashes (vLLM sees a positional word).
+LOOKALIKE = "lookalike:"
 # Names the loaders and rules need by role (so no other module spells an option).
 MODEL = "model"
 REVISION = "revision"
@@ -456,7 +458,7 @@ def written_options(plan):
             if "." in key or setting.raw is False:
                 continue
             yield setting, "--" + written
-        elif written.startswith("-") or key.startswith("lookalike:"):
+        elif written.startswith("-") or key.startswith(LOOKALIKE):
             yield setting, "-O" if re.fullmatch(r"-O\d+", written) else written
 
 

@@ -87,7 +87,7 @@ def coerce(key: str, value: Any) -> Any:
 
 TEMPLATE_MARK_PREFIX = "__tp"  # sits_doctor.source_yaml.TEMPLATE_MARK (a Helm {{ }} action)
 LOOKALIKE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"  # hyphen, en/em dash, minus ...
-LOOKALIKE = "lookalike:"  # key prefix of a word that only looks like a flag (vLLM sees a positional)
+LOOKALIKE = fw.LOOKALIKE
 
 
 def _is_flag(text: str) -> bool:
