@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from sits_doctor.frameworks import vllm as fw
 from sits_doctor.plan import Provenance, Setting, Site, Word
+from sits_doctor.source_yaml import TEMPLATE_MARK
 
 normalize_key = fw.normalize_key
 
@@ -85,7 +86,6 @@ def coerce(key: str, value: Any) -> Any:
     return value
 
 
-TEMPLATE_MARK_PREFIX = "__tp"  # sits_doctor.source_yaml.TEMPLATE_MARK (a Helm {{ }} action)
 LOOKALIKE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"  # hyphen, en/em dash, minus ...
 LOOKALIKE = fw.LOOKALIKE
 
@@ -235,7 +235,7 @@ def resolve_vars(tokens: list[Token], env: dict[str, Setting]) -> tuple[list[Tok
             return m.group(0)
 
         text = _VAR_REF.sub(value, tok.text)
-        if missing or "{{" in text or TEMPLATE_MARK_PREFIX in text:
+        if missing or "{{" in text or TEMPLATE_MARK in text:
             unknown += 1
             out.append(tok)
         else:
