@@ -60,7 +60,7 @@ from sits_doctor.fixes import config as edit
 from sits_doctor.frameworks import vllm as fw
 from sits_doctor.loaders.vllm_args import parse_human_int
 from sits_doctor.plan import Plan, Provenance
-from sits_doctor.rule import Rule
+from sits_doctor.rule import Rule, closest
 from sits_doctor.source import join_pointer
 from sits_doctor.versions import V
 
@@ -186,10 +186,8 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
 
 
 def _closest_choice(text: str, choices) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(text, [str(c) for c in choices], n=1, cutoff=0.6)
-    return f"did you mean {close[0]!r}?" if close else "use one of the choices"
+    close = closest(text, [str(c) for c in choices], cutoff=0.6)
+    return f"did you mean {close!r}?" if close else "use one of the choices"
 
 
 def _vllm_max_model_len(plan: Plan, ctx) -> Iterator[Finding]:

@@ -78,7 +78,7 @@ from sits_doctor.frameworks import trtllm as trt
 from sits_doctor.frameworks import vllm as fw
 from sits_doctor.loaders.vllm_args import LOOKALIKE, ascii_dashes
 from sits_doctor.plan import Plan, Provenance, Setting
-from sits_doctor.rule import Rule
+from sits_doctor.rule import Rule, closest
 from sits_doctor.source import join_pointer
 from sits_doctor.versions import V
 
@@ -178,7 +178,7 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
         if not runs:
             if plan.entry not in fw.ENTRYPOINTS_WITH_SERVE_PARSER and plan.kind != "vllm-yaml":
                 return  # another entrypoint's parser (the legacy api_server) has other options
-            close = _did_you_mean(fw._normalize_flag(flag), set(fw.flags_at(release)))
+            close = _did_you_mean(fw.normalize_flag(flag), set(fw.flags_at(release)))
             yield RULE.finding(
                 plan, setting,
                 f"{shown} is not an option of vLLM {release}: {ctx.target.name} rejects it at startup "
@@ -235,12 +235,9 @@ def _removal_fix(setting: Setting, option: fw.Option):
 def _spelled_like(setting: Setting, name: str) -> str:
     """``name`` written the way ``setting`` was: a flag or a key, dashes or underscores (only
     the part before the first dot; a nested field keeps its own spelling)."""
-    flag = setting.raw_key.startswith("-")
     written = setting.raw_key.lstrip("-")
-    dashed = "-" in written or "_" not in written
-    head, dot, rest = name.partition(".")
-    text = (head.replace("_", "-") if dashed else head) + dot + rest
-    return f"--{text}" if flag else text
+    text = fw.flag_of(name, dashed="-" in written or "_" not in written)
+    return text if setting.raw_key.startswith("-") else text[2:]
 
 
 def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
@@ -278,7 +275,7 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
             if not forbid or dotted in trt.PRE_1_0_KEYS or key in trt.PRE_1_0_KEYS:
                 continue  # the pre-1.0 keys have their own finding with the 1.x spelling
             setting = plan.get(dotted)
-            close = _closest(key, fields)
+            close = closest(key, fields)
             yield RULE.finding(
                 plan, setting or Provenance.at(plan.doc, "/" + dotted.replace(".", "/")),
                 f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {ctx.target.name} refuses to '
@@ -389,15 +386,6 @@ def _pointer(path: list) -> str:
     return out
 
 
-def _closest(key: str, known: set[str]) -> str | None:
-    import difflib
-
-    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
-    return close[0] if close else None
-
-
 def _did_you_mean(key: str, known: set[str], prefix: str = "") -> str | None:
-    import difflib
-
-    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
-    return f'did you mean "{prefix}{close[0]}"?' if close else None
+    close = closest(key, known)
+    return f'did you mean "{prefix}{close}"?' if close else None

@@ -105,13 +105,3 @@ class Facts(NamedTuple):
     serving: Serving | None = None
     gpu: GpuSpec | None = None
     missing: Mapping[str, str] = MappingProxyType({})  # "model" -> why it is unknown
-
-
-def evidence(*values: Value | None) -> list[str]:
-    """Evidence lines for the values a finding was computed from."""
-    return [str(v) for v in values if v is not None]
-
-
-def set_fields(obj) -> dict[str, Value]:
-    """The non-None fields of a ModelDims / Serving, by name."""
-    return {name: getattr(obj, name) for name in obj._fields if getattr(obj, name) is not None}

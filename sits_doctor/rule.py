@@ -47,6 +47,14 @@ class Rule(NamedTuple):
         )
 
 
+def closest(word: str, known, cutoff: float = 0.75) -> str | None:
+    """The known name most like ``word`` (a typo's likely intent), or None."""
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(known), n=1, cutoff=cutoff)
+    return close[0] if close else None
+
+
 def doc_sections(module: ModuleType) -> dict[str, str]:
     """The ``## Heading`` sections of a rule module's docstring."""
     text = module.__doc__ or ""

@@ -309,9 +309,9 @@ def test_parser_release(table, monkeypatch):
 
 
 def test_normalize_flag():
-    assert fw._normalize_flag("--max_model_len") == "--max-model-len"
-    assert fw._normalize_flag("--compilation_config.cudagraph_mode") == "--compilation-config.cudagraph_mode"
-    assert fw._normalize_flag("-tp_x") == "-tp_x"
+    assert fw.normalize_flag("--max_model_len") == "--max-model-len"
+    assert fw.normalize_flag("--compilation_config.cudagraph_mode") == "--compilation-config.cudagraph_mode"
+    assert fw.normalize_flag("-tp_x") == "-tp_x"
 
 
 def test_the_real_parser_table():

@@ -8,6 +8,8 @@ release notes' "API Changes" (``docs/source/release-notes.md``) and v1.0.0rc2 (#
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 NEWEST = "1.2.0"  # the newest release this module's knowledge covers
 
 LLMAPI_STRICT = "1.0"  # LLM-API options are pydantic StrictBaseModels: unknown keys fail at startup
@@ -89,19 +91,12 @@ OPTIONS_DATA = "trtllm_options.json"
 DECODING_TYPE = "decoding_type"  # the discriminator of speculative_config's union
 
 
+@lru_cache(maxsize=None)
 def _data() -> dict:
     import json
-    from functools import lru_cache
     from pathlib import Path
 
-    global _data
-
-    @lru_cache(maxsize=None)
-    def load() -> dict:
-        return json.loads((Path(__file__).parent / "data" / OPTIONS_DATA).read_text(encoding="utf-8"))
-
-    _data = load
-    return load()
+    return json.loads((Path(__file__).parent / "data" / OPTIONS_DATA).read_text(encoding="utf-8"))
 
 
 def data_release(version: str) -> str | None:

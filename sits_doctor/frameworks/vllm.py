@@ -52,7 +52,7 @@ class Option(NamedTuple):
 
     @property
     def flag(self) -> str:
-        return "--" + self.name.replace("_", "-")
+        return flag_of(self.name)
 
 
 def _o(name: str, kind: str = "str", **kw: Any) -> Option:
@@ -406,11 +406,9 @@ def parser_release(version: str) -> tuple[str, str] | None:
     return rel, f"judged by the parser of vLLM {rel}, the nearest release below {version} in the data"
 
 
-def _normalize_flag(flag: str) -> str:
-    if flag.startswith("--"):
-        head, dot, rest = flag[2:].partition(".")
-        return "--" + head.replace("_", "-") + dot + rest
-    return flag
+def normalize_flag(flag: str) -> str:
+    """``--max_model_len`` → ``--max-model-len`` (FlexibleArgumentParser); short flags as they are."""
+    return flag_of(flag[2:]) if flag.startswith("--") else flag
 
 
 @lru_cache(maxsize=4096)
@@ -420,7 +418,7 @@ def lookup_flag(written: str, release: str) -> FlagInfo | None:
     releases, flags, parser = parser_table()
     i = releases.index(release)
     entry = next(p for p in parser if p["first_i"] <= i <= p["last_i"])
-    flag = _normalize_flag(written) if entry.get("underscore_to_dash", True) else written
+    flag = normalize_flag(written) if entry.get("underscore_to_dash", True) else written
     base, dot, _ = flag.partition(".")
     if dot and not entry.get("dotted_json"):
         return None
@@ -469,7 +467,7 @@ def flag_history(written: str) -> list[tuple[str, str]]:
     """The (first, last) release runs in which the flag is accepted (a dotted ``--x.field`` only
     where the parser reads dotted JSON fields)."""
     releases, flags, parser = parser_table()
-    flag, dot, _ = _normalize_flag(written).partition(".")
+    flag, dot, _ = normalize_flag(written).partition(".")
     runs = sorted((a, b) for a, b, _, _ in flags.get(flag, ()))
     if dot:
         dotted = {i for p in parser if p.get("dotted_json") for i in range(p["first_i"], p["last_i"] + 1)}
@@ -487,7 +485,7 @@ def deprecated_since(written: str, release: str) -> str:
     """The first release of the unbroken run of releases up to ``release`` whose parser marks
     the flag deprecated."""
     releases, flags, _ = parser_table()
-    flag = _normalize_flag(written).partition(".")[0]
+    flag = normalize_flag(written).partition(".")[0]
     marked = {i for a, b, _, seg in flags.get(flag, ()) if seg.get("deprecated") for i in range(a, b + 1)}
     i = releases.index(release)
     while i - 1 in marked:
