@@ -5,7 +5,7 @@
 Half the inputs are generated documents shaped like real configs, half are mutated files from
 fixtures/ (both drawn by hypothesis, generate phase only, in chunks with seeds derived from
 --seed). Every input goes through check, every output format, a dry-run fix and fix --apply
-in-process; one in --cli-every also through the real command (click's runner) in every format,
+in-process; one in --cli-every also through the real command (in-process) in every format,
 with -o, and fix with and without --apply. Workers run in parallel (--jobs, default: the CPU
 count), each with its own workspace and a memory limit (--memory-limit-mib).
 

@@ -1,196 +1,351 @@
-"""The ``sits-doctor`` command: wiring only (options → engine → reporter → exit code)."""
+"""The ``sits-doctor`` command: wiring only (argv → options → engine → reporter → exit code).
+
+Built on the standard library's argparse. A CI gate or pre-commit hook starts this command once
+per run, so its start-up is part of every check: importing click (and the inspect, uuid, datetime
+modules it pulls in) cost 25–38 ms of a 120 ms one-file check on the 2-core reference machine,
+argparse about 10 ms (bench/results/cli_speed.md). Exit codes: 0 clean, 1 findings, 2 unusable
+input or a usage error, 3 internal error.
+"""
 
 from __future__ import annotations
 
-import functools
-import json
+import argparse
 import os
 import sys
-import traceback
-
-import click
 
 from sits_doctor import __version__
 from sits_doctor.reporters import FORMATS
 
-
-def _split(values: tuple[str, ...]) -> list[str]:
-    """``--select A,B --select C`` → [A, B, C]."""
-    return [v.strip() for value in values for v in value.split(",") if v.strip()]
-
-
-def selection_options(f):
-    @click.option("--select", multiple=True, metavar="CODES", help="Only these rules (codes or prefixes, comma-separated).")
-    @click.option("--extend-select", multiple=True, metavar="CODES", help="Add rules to the selection.")
-    @click.option("--ignore", multiple=True, metavar="CODES", help="Skip these rules (codes or prefixes).")
-    @functools.wraps(f)
-    def wrapper(*args, **kwargs):
-        return f(*args, **kwargs)
-
-    return wrapper
+PROG = "sits-doctor"
+SEVERITIES = ("info", "warning", "error")
+ABOUT = ("Lint LLM inference deployment configs: Hugging Face, vLLM, TensorRT-LLM, ORT GenAI, and the "
+         "Kubernetes / Helm / compose files around them.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", prog_name="sits-doctor")
-def main() -> None:
-    """Lint LLM inference deployment configs: Hugging Face, vLLM, TensorRT-LLM, ORT GenAI, and
-    the Kubernetes / Helm / compose files around them."""
+def main(argv: list[str] | None = None) -> None:
+    """The console entry point: run ``sits-doctor ARGV`` and exit with its code."""
+    sys.exit(run(sys.argv[1:] if argv is None else list(argv)))
 
 
-@main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), help="Write the report here.")
-@selection_options
-@click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), help="Lowest severity that fails (default: warning).")
-@click.option("--target", "targets", multiple=True, metavar="NAME==VERSION", help="Framework version to judge against, e.g. vllm==0.11.")
-@click.option("--gpu", metavar="NAME[xN]", help="The GPU the deployment runs on, e.g. H100-80GBx2 (for rules that size memory; none yet).")
-@click.option("--model-config", type=click.Path(exists=True), help="config.json (or its folder) of the served model.")
-@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), help="Settings file to use instead of discovery.")
-@click.option("--isolated", is_flag=True, help="Ignore settings files.")
-@click.option("--statistics", is_flag=True, help="Count findings per rule.")
-@click.option("--baseline", type=click.Path(dir_okay=False), help="Leave out the findings recorded in this baseline file (see docs/ci.md).")
-@click.option("--write-baseline", type=click.Path(dir_okay=False), help="Record the current findings in this baseline file.")
-@click.option("--skip-unrecognized", is_flag=True, help="Skip named files that hold no recognized config instead of failing (for pre-commit).")
-@click.option("--show-skipped", is_flag=True, help="List the files skipped as not a recognized config, and why.")
-@click.option("-q", "--quiet", is_flag=True, help="Only the findings.")
-@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
-def check(paths, fmt, output, select, extend_select, ignore, fail_on, targets, gpu, model_config,
-          config_file, isolated, statistics, baseline, write_baseline, skip_unrecognized, show_skipped, quiet,
-          debug) -> None:
-    """Check config files and folders. Exit 0 clean, 1 findings, 2 unusable input, 3 internal error."""
+def run(argv: list[str]) -> int:
+    """Run one command; return its exit code (usage errors print to stderr and return 2)."""
+    try:
+        return _dispatch(argv)
+    except SystemExit as exc:  # argparse's error() and --help
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+
+
+def _dispatch(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        out = sys.stdout if argv else sys.stderr
+        print(_top_help(), file=out)
+        return 0 if argv else 2
+    if argv[0] == "--version":
+        print(f"{PROG}, version {__version__}")
+        return 0
+    name, rest = argv[0], argv[1:]
+    command = COMMANDS.get(name)
+    if command is None:
+        from sits_doctor.rule import closest
+
+        hint = closest(name, COMMANDS) if not name.startswith("-") else None
+        what = "option" if name.startswith("-") else "command"
+        print(f"usage: {PROG} COMMAND ...\n{PROG}: error: unknown {what} {name!r}"
+              + (f" (did you mean {hint!r}?)" if hint else "") + f"; commands: {', '.join(COMMANDS)}", file=sys.stderr)
+        return 2
+    build, handler, _ = command
+    parser = build()
+    args = parser.parse_intermixed_args(rest)
+    return handler(parser, args)
+
+
+def _top_help() -> str:
+    width = max(len(n) for n in COMMANDS)
+    lines = [f"usage: {PROG} [-h] [--version] COMMAND ...", "", ABOUT, "", "commands:"]
+    lines += [f"  {n:<{width}}  {summary}" for n, (_, _, summary) in COMMANDS.items()]
+    lines += ["", "options:", "  -h, --help  show this message and exit", "  --version   show the version and exit",
+              "", f"Run '{PROG} COMMAND -h' for a command's options."]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- argument types
+
+
+def _existing_path(text: str) -> str:
+    if not os.path.exists(text):
+        raise argparse.ArgumentTypeError(f"path {text!r} does not exist")
+    return text
+
+
+def _existing_file(text: str) -> str:
+    _existing_path(text)
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file")
+    return text
+
+
+def _file_to_write(text: str) -> str:
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is a directory, not a file")
+    return text
+
+
+def _gpu(text: str) -> str:
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*?(x\d+)?", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAME or NAMExN, e.g. H100-80GB or H100-80GBx2")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a short usage line on errors and a pointer to ``-h`` (the full option list
+    is one ``-h`` away, not repeated above every mistake)."""
+
+    def error(self, message: str):
+        if message.startswith("unrecognized arguments: "):
+            from sits_doctor.rule import closest
+
+            unknown = [w for w in message.split(": ", 1)[1].split() if w.startswith("--")]
+            hint = closest(unknown[0].split("=")[0], [o for o in self._option_string_actions if o.startswith("--")]) if unknown else None
+            message += f" (did you mean {hint}?)" if hint else ""
+        self.exit(2, f"usage: {self.usage}\n{self.prog}: error: {message}\nRun '{self.prog} -h' for the options.\n")
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, told the terminal width by ``os`` (argparse asks ``shutil``, whose
+    import costs about 2.5 ms, every time an option is added: COLUMNS, then the terminal, else 80)."""
+
+    def __init__(self, prog: str, **kwargs):
+        if kwargs.get("width") is None:
+            try:
+                columns = int(os.environ["COLUMNS"])
+            except (KeyError, ValueError):
+                try:
+                    columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+                except (AttributeError, ValueError, OSError):
+                    columns = 80
+            kwargs["width"] = max(columns, 40) - 2
+        super().__init__(prog, **kwargs)
+
+
+def _parser(name: str, description: str, usage: str) -> argparse.ArgumentParser:
+    # exact long option names only: an abbreviation that works today breaks when an option is added
+    return _Parser(prog=f"{PROG} {name}", usage=f"{PROG} {name} {usage}", description=description,
+                   allow_abbrev=False, formatter_class=_Formatter)
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--select", action="append", default=[], metavar="CODES", help="Only these rules (codes or prefixes, comma-separated).")
+    p.add_argument("--extend-select", action="append", default=[], metavar="CODES", help="Add rules to the selection.")
+    p.add_argument("--ignore", action="append", default=[], metavar="CODES", help="Skip these rules (codes or prefixes).")
+
+
+def _add_common(p: argparse.ArgumentParser, fail_on_help: str) -> None:
+    p.add_argument("--fail-on", choices=SEVERITIES, help=fail_on_help)
+    p.add_argument("--target", dest="targets", action="append", default=[], metavar="NAME==VERSION",
+                   help="Framework version to judge against, e.g. vllm==0.11.")
+
+
+def _add_sources(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model-config", type=_existing_path, metavar="PATH", help="config.json (or its folder) of the served model.")
+    p.add_argument("--config", dest="config_file", type=_existing_file, metavar="FILE", help="Settings file to use instead of discovery.")
+    p.add_argument("--isolated", action="store_true", help="Ignore settings files.")
+
+
+# --------------------------------------------------------------------------- check
+
+
+def _check_parser() -> argparse.ArgumentParser:
+    p = _parser("check", "Check config files and folders. Exit 0 clean, 1 findings, 2 unusable input, 3 internal error.",
+                "[OPTIONS] PATH...")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="Config files, or folders to walk.")
+    p.add_argument("--format", dest="fmt", choices=FORMATS, default="text", help="Report format (default: text).")
+    p.add_argument("-o", "--output", type=_file_to_write, metavar="FILE", help="Write the report here.")
+    _add_selection(p)
+    _add_common(p, "Lowest severity that fails (default: warning).")
+    p.add_argument("--gpu", type=_gpu, metavar="NAME[xN]", help="The GPU the deployment runs on, e.g. H100-80GBx2 (for rules that size memory; none yet).")
+    _add_sources(p)
+    p.add_argument("--statistics", action="store_true", help="Count findings per rule.")
+    p.add_argument("--baseline", type=_file_to_write, metavar="FILE", help="Leave out the findings recorded in this baseline file (see docs/ci.md).")
+    p.add_argument("--write-baseline", type=_file_to_write, metavar="FILE", help="Record the current findings in this baseline file.")
+    p.add_argument("--skip-unrecognized", action="store_true", help="Skip named files that hold no recognized config instead of failing (for pre-commit).")
+    p.add_argument("--show-skipped", action="store_true", help="List the files skipped as not a recognized config, and why.")
+    p.add_argument("-q", "--quiet", action="store_true", help="Only the findings that fail the run.")
+    p.add_argument("--debug", action="store_true", help="Show tracebacks of internal errors.")
+    return p
+
+
+def _check(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.engine import check as run_check
     from sits_doctor.reporters import render
     from sits_doctor.reporters.text import diagnostics
 
-    if gpu is not None and not _valid_gpu(gpu):
-        raise click.BadParameter(f"{gpu!r}: expected NAME or NAMExN, e.g. H100-80GB or H100-80GBx2", param_hint="--gpu")
-    options = _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug,
-                             gpu, baseline=baseline, write_baseline=write_baseline, skip_unrecognized=skip_unrecognized)
+    options = _options(a, gpu=a.gpu, baseline=a.baseline, write_baseline=a.write_baseline)
     try:
-        report = run_check(list(paths), options)
-        color = fmt == "text" and output is None and _color_wanted()
-        text = render(report, fmt, color=color, quiet=quiet, statistics=statistics)
+        report = run_check(list(a.paths), options)
+        color = a.fmt == "text" and a.output is None and _color_wanted()
+        text = render(report, a.fmt, color=color, quiet=a.quiet, statistics=a.statistics)
     except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
-        detail = traceback.format_exc() if debug else f"{type(exc).__name__}: {exc}"
-        click.echo(f"sits-doctor: internal error: {detail}\n(run with --debug for the traceback, and please report it)", err=True)
-        sys.exit(3)
-    if output and _is_input(output, list(paths) + report.files_checked):
-        click.echo(f"{output}: error: refusing to write the report over a file being checked", err=True)
-        sys.exit(2)
-    if output:
+        return _internal_error(exc, a.debug)
+    if a.output and _is_input(a.output, list(a.paths) + report.files_checked):
+        _err(f"{a.output}: error: refusing to write the report over a file being checked")
+        return 2
+    if a.output:
         try:
-            with open(output, "w", encoding="utf-8") as fh:
+            with open(a.output, "w", encoding="utf-8") as fh:
                 fh.write(text + "\n")
         except OSError as exc:
-            click.echo(f"{output}: error: cannot write the report: {exc.strerror or exc}", err=True)
-            sys.exit(2)
+            _err(f"{a.output}: error: cannot write the report: {exc.strerror or exc}")
+            return 2
     elif text:
-        click.echo(text)
-    diag = diagnostics(report, quiet=quiet or fmt != "text", show_skipped=show_skipped)
+        _out(text)
+    diag = diagnostics(report, quiet=a.quiet or a.fmt != "text", show_skipped=a.show_skipped)
     if diag:
-        click.echo(diag, err=True)
-    sys.exit(report.exit_code())
+        _err(diag)
+    return report.exit_code
 
 
-def _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug,
-                   gpu=None, **more):
+def _options(a: argparse.Namespace, **more):
     from sits_doctor.engine import CheckOptions
     from sits_doctor.finding import Severity
 
     return CheckOptions(
-        select=_split(select) or None,
-        extend_select=_split(extend_select),
-        ignore=_split(ignore),
-        fail_on=Severity(fail_on) if fail_on else None,
-        targets=list(targets),
-        model_config=model_config,
-        gpu=gpu,
-        config=config_file,
-        isolated=isolated,
-        debug=debug,
+        select=_split(a.select) or None,
+        extend_select=_split(a.extend_select),
+        ignore=_split(a.ignore),
+        fail_on=Severity(a.fail_on) if a.fail_on else None,
+        targets=list(a.targets),
+        model_config=a.model_config,
+        config=a.config_file,
+        isolated=a.isolated,
+        debug=a.debug,
+        skip_unrecognized=a.skip_unrecognized,
         **more,
     )
 
 
-@main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
-@click.option("--apply", "do_apply", is_flag=True, help="Write the fixes (atomically). Without it, print the diff and change nothing.")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes that change behaviour (shown as unsafe).")
-@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when anything was fixed, even if nothing remains.")
-@selection_options
-@click.option("--fail-on", type=click.Choice(["info", "warning", "error"]), help="Lowest severity of a remaining finding that fails (default: warning).")
-@click.option("--target", "targets", multiple=True, metavar="NAME==VERSION", help="Framework version to judge against, e.g. vllm==0.11.")
-@click.option("--model-config", type=click.Path(exists=True), help="config.json (or its folder) of the served model.")
-@click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False), help="Settings file to use instead of discovery.")
-@click.option("--isolated", is_flag=True, help="Ignore settings files.")
-@click.option("--skip-unrecognized", is_flag=True, help="Skip named files that hold no recognized config instead of failing (for pre-commit).")
-@click.option("-q", "--quiet", is_flag=True, help="Only the diff (or, with --apply, only what remains).")
-@click.option("--debug", is_flag=True, help="Show tracebacks of internal errors.")
-def fix(paths, do_apply, unsafe_fixes, exit_non_zero_on_fix, select, extend_select, ignore, fail_on, targets,
-        model_config, config_file, isolated, skip_unrecognized, quiet, debug) -> None:
-    """Fix what can be fixed: print the diff, or write it with --apply.
+def _split(values: list[str]) -> list[str]:
+    """``--select A,B --select C`` → [A, B, C]."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
 
-    Exit 0 when nothing fails after the fixes (and, without --apply, nothing would change),
-    1 otherwise, 2 unusable input, 3 internal error."""
+
+# --------------------------------------------------------------------------- fix
+
+
+def _fix_parser() -> argparse.ArgumentParser:
+    p = _parser("fix", "Fix what can be fixed: print the diff, or write it with --apply. Exit 0 when nothing fails "
+                       "after the fixes (and, without --apply, nothing would change), 1 otherwise, 2 unusable input, "
+                       "3 internal error.", "[OPTIONS] PATH...")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="Config files, or folders to walk.")
+    p.add_argument("--apply", dest="do_apply", action="store_true", help="Write the fixes (atomically). Without it, print the diff and change nothing.")
+    p.add_argument("--unsafe-fixes", action="store_true", help="Also apply fixes that change behaviour (shown as unsafe).")
+    p.add_argument("--exit-non-zero-on-fix", action="store_true", help="Exit 1 when anything was fixed, even if nothing remains.")
+    _add_selection(p)
+    _add_common(p, "Lowest severity of a remaining finding that fails (default: warning).")
+    _add_sources(p)
+    p.add_argument("--skip-unrecognized", action="store_true", help="Skip named files that hold no recognized config instead of failing (for pre-commit).")
+    p.add_argument("-q", "--quiet", action="store_true", help="Only the diff (or, with --apply, only what remains).")
+    p.add_argument("--debug", action="store_true", help="Show tracebacks of internal errors.")
+    return p
+
+
+def _fix(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.fixer import fix_paths
     from sits_doctor.reporters.fix_text import render_fix
     from sits_doctor.reporters.text import diagnostics
 
-    options = _check_options(select, extend_select, ignore, fail_on, targets, model_config, config_file, isolated, debug,
-                             skip_unrecognized=skip_unrecognized)
+    options = _options(a)
     try:
-        result = fix_paths(list(paths), options, unsafe=unsafe_fixes, apply=do_apply)
-        text = render_fix(result, applied=do_apply, unsafe=unsafe_fixes, quiet=quiet)
+        result = fix_paths(list(a.paths), options, unsafe=a.unsafe_fixes, apply=a.do_apply)
+        text = render_fix(result, applied=a.do_apply, unsafe=a.unsafe_fixes, quiet=a.quiet)
     except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
-        detail = traceback.format_exc() if debug else f"{type(exc).__name__}: {exc}"
-        click.echo(f"sits-doctor: internal error: {detail}\n(run with --debug for the traceback, and please report it)", err=True)
-        sys.exit(3)
+        return _internal_error(exc, a.debug)
     if text:
-        click.echo(text)
+        _out(text)
     report = result.report
-    diag = diagnostics(report, quiet=quiet)
+    diag = diagnostics(report, quiet=a.quiet)
     extra = "\n".join(str(e) for e in result.errors)
     if diag or extra:
-        click.echo("\n".join(x for x in (extra, diag) if x), err=True)
-    code = report.exit_code()
+        _err("\n".join(x for x in (extra, diag) if x))
+    code = report.exit_code
     if code in (2, 3) or result.errors:
-        sys.exit(max(code, 2))
+        return max(code, 2)
     changed = any(f.changed for f in result.files)
-    if changed and (exit_non_zero_on_fix or not do_apply):
-        sys.exit(1)
-    sys.exit(code)
+    if changed and (a.exit_non_zero_on_fix or not a.do_apply):
+        return 1
+    return code
 
 
-@main.command()
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def rules(fmt) -> None:
-    """List the rules."""
+# --------------------------------------------------------------------------- rules / explain
+
+
+def _rules_parser() -> argparse.ArgumentParser:
+    p = _parser("rules", "List the rules.", "[--format text|json]")
+    p.add_argument("--format", dest="fmt", choices=("text", "json"), default="text", help="Output format (default: text).")
+    return p
+
+
+def _rules(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
+    import json
+
     from sits_doctor.rules import RULES
 
-    if fmt == "json":
-        click.echo(json.dumps([
+    if a.fmt == "json":
+        _out(json.dumps([
             {"code": m.RULE.code, "name": m.RULE.name, "severity": m.RULE.severity.value,
              "frameworks": list(m.RULE.frameworks), "summary": m.RULE.summary}
             for m in RULES
         ], indent=2))
-        return
+        return 0
     for m in RULES:
         r = m.RULE
-        click.echo(f"{r.code}  {r.name:<30} {r.severity.value:<8} {','.join(r.frameworks):<22} {r.summary}")
+        _out(f"{r.code}  {r.name:<30} {r.severity.value:<8} {','.join(r.frameworks):<22} {r.summary}")
+    return 0
 
 
-@main.command()
-@click.argument("code")
-def explain(code) -> None:
-    """Show a rule's documentation."""
+def _explain_parser() -> argparse.ArgumentParser:
+    p = _parser("explain", "Show a rule's documentation.", "CODE")
+    p.add_argument("code", metavar="CODE", help="A rule code, e.g. SITS202.")
+    return p
+
+
+def _explain(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.rules import BY_CODE
 
-    module = BY_CODE.get(code.upper())
+    module = BY_CODE.get(a.code.upper())
     if module is None:
-        click.echo(f"sits-doctor: error: unknown rule {code!r} (see `sits-doctor rules`)", err=True)
-        sys.exit(2)
-    click.echo((module.__doc__ or "").strip())
+        _err(f"{PROG}: error: unknown rule {a.code!r} (see `{PROG} rules`)")
+        return 2
+    _out((module.__doc__ or "").strip())
+    return 0
+
+
+COMMANDS = {
+    "check": (_check_parser, _check, "Check config files and folders."),
+    "fix": (_fix_parser, _fix, "Fix what can be fixed: print the diff, or write it with --apply."),
+    "rules": (_rules_parser, _rules, "List the rules."),
+    "explain": (_explain_parser, _explain, "Show a rule's documentation."),
+}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _out(text: str) -> None:
+    print(text, flush=True)
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _internal_error(exc: Exception, debug: bool) -> int:
+    import traceback
+
+    detail = traceback.format_exc() if debug else f"{type(exc).__name__}: {exc}"
+    _err(f"{PROG}: internal error: {detail}\n(run with --debug for the traceback, and please report it)")
+    return 3
 
 
 def _is_input(output: str, inputs: list[str]) -> bool:
@@ -201,12 +356,6 @@ def _is_input(output: str, inputs: list[str]) -> bool:
         return any(Path(p).resolve() == target for p in inputs)
     except (OSError, RuntimeError):
         return False
-
-
-def _valid_gpu(text: str) -> bool:
-    import re
-
-    return bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*?(x\d+)?", text))
 
 
 def _color_wanted() -> bool:

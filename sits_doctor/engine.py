@@ -1,7 +1,6 @@
 """The check pipeline: paths → Plans → rules → a Report. The CLI and the Python API both call
 :func:`check`; reporters render the Report it returns."""
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -65,20 +64,29 @@ class PlanSummary(NamedTuple):
     model: str | None
 
 
-@dataclass
 class Report:
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-    notices: list[Notice] = field(default_factory=list)
-    internal_errors: list[str] = field(default_factory=list)
-    files_checked: list[str] = field(default_factory=list)
-    skipped: int = 0
-    skipped_files: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
-    suppressed: int = 0  # findings dropped by inline suppressions and .sits-doctor-ignore.toml
-    baselined: int = 0  # findings dropped because the baseline records them
-    plans: list[PlanSummary] = field(default_factory=list)
-    fail_on: Severity = Severity.WARNING  # --fail-on, or the settings found for the first path
-    fail_on_by_plan: dict[str, Severity] = field(default_factory=dict)  # each file's own settings
+    """What a check found: findings, unusable inputs, notes, and what was checked."""
+
+    def __init__(self, **given):
+        self.findings: list[Finding] = []
+        self.errors: list[InputError] = []
+        self.notices: list[Notice] = []
+        self.internal_errors: list[str] = []
+        self.files_checked: list[str] = []
+        self.skipped = 0
+        self.skipped_files: list[tuple[str, str]] = []  # (path, why)
+        self.suppressed = 0  # findings dropped by inline suppressions and .sits-doctor-ignore.toml
+        self.baselined = 0  # findings dropped because the baseline records them
+        self.plans: list[PlanSummary] = []
+        self.fail_on: Severity = Severity.WARNING  # --fail-on, or the settings found for the first path
+        self.fail_on_by_plan: dict[str, Severity] = {}  # each file's own settings
+        for name, value in given.items():
+            if name not in self.__dict__:
+                raise TypeError(f"Report has no field {name!r}")
+            setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        return f"<Report: {len(self.findings)} findings, {len(self.errors)} errors, exit {self.exit_code}>"
 
     def threshold(self, finding: Finding) -> Severity:
         return self.fail_on_by_plan.get(finding.plan, self.fail_on)
@@ -90,7 +98,9 @@ class Report:
     def failing(self) -> list[Finding]:
         return [f for f in self.findings if self.fails(f)]
 
+    @property
     def exit_code(self) -> int:
+        """3 internal error, 2 unusable input, 1 a finding fails the run, else 0."""
         if self.internal_errors:
             return 3
         if self.errors:
@@ -206,6 +216,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
         resolver = resolvers.setdefault(model_config or "", ModelResolver(model_config))
         plan = _prepare(plan, {**selection.targets, **requested}, resolver, report)
         plan.facts = effective(plan)
+        report.errors += [e for e in _invalid_model(plan) if e not in report.errors]
         report.plans.append(
             PlanSummary(plan.label, plan.framework, plan.kind, plan.file, str(plan.target),
                         plan.model.path if plan.model else plan.model_note)
@@ -338,6 +349,16 @@ def effective(plan: Plan) -> Facts:
     serving = builder(plan, plan.target, dims) if builder is not None else None
     missing["gpu"] = "no GPU is known (pass --gpu NAME[xN])"
     return Facts(model=dims, serving=serving, gpu=None, missing=missing)
+
+
+def _invalid_model(plan: Plan) -> list[InputError]:
+    """The served model's config.json, when it states facts no framework can compute with."""
+    from sits_doctor.frameworks import transformers
+
+    if plan.model is None:
+        return []
+    return [InputError(s.prov.file or plan.model.path, f"invalid model config: {why}", s.prov.line, s.prov.col)
+            for s, why in transformers.invalid_facts(plan.model)]
 
 
 def _as_lists(opts: CheckOptions) -> CheckOptions:

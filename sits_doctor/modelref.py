@@ -9,7 +9,6 @@ directory), then the local Hugging Face cache through huggingface_hub's cache AP
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +72,7 @@ class ModelResolver:
                 found[name] = setting.with_(key=name)
         if not found:
             return facts
-        return replace(facts, overrides={**facts.overrides, **found})
+        return facts.with_overrides(found)
 
 
 def _local_config(base: Path, name: str) -> Path | None:

@@ -7,12 +7,12 @@ entry, command-line words in a list or in a shell string, a Helm value, an envir
 which is what a fix needs to edit it. A Plan's ``anchor`` is the mapping (or argument list) where
 an option that is missing would have to be added, so findings about missing keys point there.
 
-The small values are named tuples and the containers plain dataclasses: they are built by our
-own loaders, not validated from user input, and building pydantic models (or dozens of frozen
-dataclasses) at import would cost more than a whole one-file check.
+The small values are named tuples and the containers plain classes: they are built by our own
+loaders, not validated from user input, and building pydantic models at import would cost more
+than a whole one-file check (``dataclasses`` alone imports ``inspect``: several milliseconds of
+every run, bench/results/cli_speed.md).
 """
 
-from dataclasses import dataclass, field, replace
 from typing import Any, Literal, NamedTuple
 
 from sits_doctor.source import SourceDoc
@@ -126,18 +126,28 @@ class Target(NamedTuple):
         return f"{FRAMEWORK_NAMES[self.framework]} {self.version}" + (" (assumed)" if self.assumed else "")
 
 
-@dataclass(frozen=True)
 class ModelFacts:
     """A Hugging Face model config (config.json) as written; rules read :class:`Facts` built
-    from it (sits_doctor.frameworks.transformers.model_dims)."""
+    from it (sits_doctor.frameworks.transformers.model_dims). Not changed after it is built:
+    :meth:`with_overrides` makes a new one."""
 
-    path: str
-    data: dict[str, Any]
-    text_pointer: str = ""  # "" or "/text_config" (transformers' get_text_config())
-    doc: SourceDoc | None = None
-    generation: SourceDoc | None = None
-    quant: SourceDoc | None = None
-    overrides: dict[str, Setting] = field(default_factory=dict)  # vLLM hf_overrides
+    def __init__(self, path: str, data: dict[str, Any], text_pointer: str = "", doc: SourceDoc | None = None,
+                 generation: SourceDoc | None = None, quant: SourceDoc | None = None,
+                 overrides: dict[str, "Setting"] | None = None):
+        self.path = path
+        self.data = data
+        self.text_pointer = text_pointer  # "" or "/text_config" (transformers' get_text_config())
+        self.doc = doc
+        self.generation = generation
+        self.quant = quant
+        self.overrides = {} if overrides is None else overrides  # vLLM hf_overrides
+
+    def __repr__(self) -> str:
+        return f"ModelFacts({self.path!r})"
+
+    def with_overrides(self, found: dict[str, "Setting"]) -> "ModelFacts":
+        return ModelFacts(self.path, self.data, self.text_pointer, self.doc, self.generation, self.quant,
+                          {**self.overrides, **found})
 
     @property
     def text(self) -> dict[str, Any]:
@@ -158,27 +168,34 @@ class ModelFacts:
         return Setting(key=key, raw_key=key, value=text[key], raw=text[key], prov=prov, site=site)
 
 
-@dataclass
 class Plan:
     """One deployment as a framework will run it."""
 
-    framework: Framework
-    kind: str  # hf-config, vllm-yaml, vllm-args, trtllm-engine, trtllm-llmapi, ortgenai-config
-    label: str
-    file: str
-    anchor: Provenance
-    settings: dict[str, Setting] = field(default_factory=dict)
-    env: dict[str, Setting] = field(default_factory=dict)
-    image: Setting | None = None
-    model_ref: Setting | None = None
-    model: ModelFacts | None = None
-    model_note: str | None = None  # why ``model`` could not be resolved
-    target: Target | None = None
-    doc: SourceDoc | None = field(default=None, repr=False)
-    facts: Any = field(default=None, repr=False)  # sits_doctor.facts.Facts, filled by the engine
-    args_site: Site | None = None  # where new command-line options would be added (argv/shell)
-    entry: str = ""  # how the framework is started: "vllm serve", "python -m ...", "vllm serve --config"
-    unchecked: int = 0  # command-line words that name variables the container does not set
+    def __init__(self, framework: Framework, kind: str, label: str, file: str, anchor: Provenance,
+                 settings: dict[str, Setting] | None = None, env: dict[str, Setting] | None = None,
+                 image: Setting | None = None, model_ref: Setting | None = None, model: ModelFacts | None = None,
+                 model_note: str | None = None, target: Target | None = None, doc: SourceDoc | None = None,
+                 facts: Any = None, args_site: Site | None = None, entry: str = "", unchecked: int = 0):
+        self.framework = framework
+        self.kind = kind  # hf-config, vllm-yaml, vllm-args, trtllm-engine, trtllm-llmapi, ortgenai-config
+        self.label = label
+        self.file = file
+        self.anchor = anchor
+        self.settings = {} if settings is None else settings
+        self.env = {} if env is None else env
+        self.image = image
+        self.model_ref = model_ref
+        self.model = model
+        self.model_note = model_note  # why ``model`` could not be resolved
+        self.target = target
+        self.doc = doc
+        self.facts = facts  # sits_doctor.facts.Facts, filled by the engine
+        self.args_site = args_site  # where new command-line options would be added (argv/shell)
+        self.entry = entry  # how the framework is started: "vllm serve", "python -m ...", "vllm serve --config"
+        self.unchecked = unchecked  # command-line words that name variables the container does not set
+
+    def __repr__(self) -> str:
+        return f"Plan({self.framework!r}, {self.kind!r}, {self.label!r})"
 
     def get(self, key: str) -> Setting | None:
         return self.settings.get(key)
@@ -191,4 +208,11 @@ class Plan:
         return s.value
 
     def copy(self, **changes: Any) -> "Plan":
-        return replace(self, **changes)
+        """A shallow copy with some attributes changed."""
+        new = object.__new__(Plan)
+        new.__dict__.update(self.__dict__)
+        for name, value in changes.items():
+            if name not in new.__dict__:
+                raise TypeError(f"Plan has no attribute {name!r}")
+            setattr(new, name, value)
+        return new

@@ -11,7 +11,6 @@ merge-conflicted) with an :class:`InputError` that names the line and column.
 import bisect
 import os
 import re
-from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -45,20 +44,28 @@ class Pos(NamedTuple):
     style: str | None = None
 
 
-@dataclass
 class SourceDoc:
-    """One document of one file: its data (plain dicts/lists/scalars) and positions by pointer."""
+    """One document of one file: its data (plain dicts/lists/scalars) and positions by pointer.
 
-    path: str
-    fmt: str  # "json" | "yaml"
-    data: Any
-    positions: dict[str, Pos]
-    text: str
-    index: int = 0  # document number in a multi-document YAML file
-    templated: set[str] = field(default_factory=set)  # pointers whose value came from {{ }}
-    derived: dict[str, Any] = field(default_factory=dict, repr=False)  # per-document results rules share
-    template_spans: tuple[tuple[int, int], ...] = ()  # where Helm {{ }} actions sit in ``text``
-    shared: set[str] = field(default_factory=set)  # pointers of YAML nodes reached through an alias or a merge
+    (A plain class, like the other containers the static check builds: ``dataclasses`` imports
+    ``inspect``, several milliseconds of every run; bench/results/cli_speed.md.)"""
+
+    def __init__(self, path: str, fmt: str, data: Any, positions: dict[str, Pos], text: str, index: int = 0,
+                 templated: set[str] | None = None, derived: dict[str, Any] | None = None,
+                 template_spans: tuple[tuple[int, int], ...] = (), shared: set[str] | None = None):
+        self.path = path
+        self.fmt = fmt  # "json" | "yaml"
+        self.data = data
+        self.positions = positions
+        self.text = text
+        self.index = index  # document number in a multi-document YAML file
+        self.templated = set() if templated is None else templated  # pointers whose value came from {{ }}
+        self.derived = {} if derived is None else derived  # per-document results rules share
+        self.template_spans = template_spans  # where Helm {{ }} actions sit in ``text``
+        self.shared = set() if shared is None else shared  # pointers of YAML nodes reached through an alias or a merge
+
+    def __repr__(self) -> str:
+        return f"SourceDoc({self.path!r}, {self.fmt!r}, index={self.index})"
 
     def is_shared(self, pointer: str) -> bool:
         """Whether the node at ``pointer`` (or one above it) is written once and used several

@@ -3,13 +3,15 @@ or use the files committed under fixtures/."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import tempfile
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 # Kernel tests run on the CPU through Triton's interpreter (set before anything imports triton).
 os.environ.setdefault("TRITON_INTERPRET", "1")
@@ -52,14 +54,46 @@ class CliResult:
     stderr: str
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None) -> CliResult:
-    """Run ``sits-doctor ARGS`` in-process (click's runner) from ``cwd``."""
-    from sits_doctor.cli import main
+class Terminal(io.StringIO):
+    """Captured stdout that says it is a terminal (for the colour tests)."""
 
-    runner = CliRunner()
-    with runner.isolated_filesystem() if cwd is None else _chdir(cwd):
-        result = runner.invoke(main, list(args), env=env, catch_exceptions=False)
-    return CliResult(result.exit_code, result.stdout, result.stderr)
+    def isatty(self) -> bool:
+        return True
+
+
+def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, tty: bool = False) -> CliResult:
+    """Run ``sits-doctor ARGS`` in-process from ``cwd`` (a fresh empty folder when None), with
+    ``env`` applied to os.environ for the run (a None value unsets the variable)."""
+    from sits_doctor.cli import run
+
+    out, err = (Terminal() if tty else io.StringIO()), io.StringIO()
+    with contextlib.ExitStack() as stack:
+        if cwd is None:
+            cwd = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+        stack.enter_context(_chdir(cwd))
+        stack.enter_context(_environ(env or {}))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        code = run(list(args))
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@contextlib.contextmanager
+def _environ(changes: dict):
+    saved = {k: os.environ.get(k) for k in changes}
+    try:
+        for k, v in changes.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 class _chdir:
@@ -67,14 +101,10 @@ class _chdir:
         self.path = path
 
     def __enter__(self):
-        import os
-
         self.old = os.getcwd()
         os.chdir(self.path)
 
     def __exit__(self, *exc):
-        import os
-
         os.chdir(self.old)
 
 

@@ -141,6 +141,57 @@ def test_check_needs_a_path(proj):
     assert run_cli("check", cwd=proj).exit_code == 2
 
 
+def test_usage_errors_are_short_and_point_at_help(proj):
+    r = run_cli("check", "good.yaml", "--form", "json", cwd=proj)  # abbreviations are refused
+    assert r.exit_code == 2 and r.stdout == ""
+    assert r.stderr.splitlines() == [
+        "usage: sits-doctor check [OPTIONS] PATH...",
+        "sits-doctor check: error: unrecognized arguments: --form json (did you mean --format?)",
+        "Run 'sits-doctor check -h' for the options.",
+    ]
+
+
+def test_unknown_command_suggests_the_closest(tmp_path):
+    r = run_cli("chek", "x.yaml", cwd=tmp_path)
+    assert r.exit_code == 2
+    assert "unknown command 'chek' (did you mean 'check'?)" in r.stderr
+
+
+@pytest.mark.parametrize(("args", "code", "stream"), [((), 2, "stderr"), (("-h",), 0, "stdout"), (("--help",), 0, "stdout")])
+def test_top_level_help(tmp_path, args, code, stream):
+    r = run_cli(*args, cwd=tmp_path)
+    assert r.exit_code == code
+    text = getattr(r, stream)
+    for command in ("check", "fix", "rules", "explain"):
+        assert f"\n  {command} " in text
+
+
+def test_command_help_lists_its_options(tmp_path):
+    r = run_cli("check", "-h", cwd=tmp_path)
+    assert r.exit_code == 0
+    for option in ("--format", "--select", "--target", "--baseline", "--skip-unrecognized", "-q, --quiet"):
+        assert option in r.stdout
+
+
+def test_options_may_follow_the_paths(proj):
+    r = run_cli("check", "too_long.yaml", "--format", "json", "good.yaml", "-q", cwd=proj)
+    assert r.exit_code == 1
+    assert sorted(Path(d["file"]).name for d in json.loads(r.stdout)["deployments"]) == ["good.yaml", "too_long.yaml"]
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--config", "nope.toml"], "argument --config: path 'nope.toml' does not exist"),
+    (["--config", "."], "argument --config: '.' is a directory, not a file"),
+    (["--model-config", "nope"], "argument --model-config: path 'nope' does not exist"),
+    (["-o", "."], "argument -o/--output: '.' is a directory, not a file"),
+    (["--write-baseline", "."], "argument --write-baseline: '.' is a directory, not a file"),
+])
+def test_path_options_are_checked_before_running(proj, args, needle):
+    r = run_cli("check", "good.yaml", *args, cwd=proj)
+    assert r.exit_code == 2
+    assert needle in r.stderr
+
+
 @pytest.fixture
 def crashing_sits205(monkeypatch):
     from sits_doctor.rules import sits205_yaml_false_dropped as sits205
@@ -389,36 +440,18 @@ def test_output_file_json(proj):
 
 
 # --------------------------------------------------------------------------- colour
-
-
-def run_keeping_ansi(*args: str, cwd: Path, env: dict | None = None):
-    """Like run_cli, but click does not strip ANSI escapes (``color=True``): whatever escapes
-    the output holds were sits-doctor's own decision."""
-    from click.testing import CliRunner
-
-    from conftest import _chdir
-    from sits_doctor.cli import main
-
-    with _chdir(cwd):
-        return CliRunner().invoke(main, list(args), env=env, color=True, catch_exceptions=False)
-
-
-@pytest.fixture
-def fake_tty(monkeypatch):
-    """Make click's test runner report stdout as a terminal."""
-    import click.testing
-
-    monkeypatch.setattr(click.testing._NamedTextIOWrapper, "isatty", lambda self: True, raising=False)
+# tty=True: the captured stdout says it is a terminal; nothing strips escapes, so whatever the
+# output holds was sits-doctor's own decision.
 
 
 def test_no_colour_when_not_a_tty(proj):
-    r = run_keeping_ansi("check", "too_long.yaml", cwd=proj, env={"NO_COLOR": None, "TERM": "xterm-256color"})
+    r = run_cli("check", "too_long.yaml", cwd=proj, env={"NO_COLOR": None, "TERM": "xterm-256color"})
     assert "SITS202" in r.stdout
     assert ANSI not in r.stdout + r.stderr
 
 
-def test_colour_on_a_tty(proj, fake_tty):
-    r = run_keeping_ansi("check", "too_long.yaml", cwd=proj, env={"NO_COLOR": None, "TERM": "xterm-256color"})
+def test_colour_on_a_tty(proj):
+    r = run_cli("check", "too_long.yaml", cwd=proj, env={"NO_COLOR": None, "TERM": "xterm-256color"}, tty=True)
     assert ANSI in r.stdout
     # the colour is decoration only: stripped, the text is the plain rendering
     plain = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout)
@@ -426,20 +459,20 @@ def test_colour_on_a_tty(proj, fake_tty):
 
 
 @pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {"NO_COLOR": ""}, {"NO_COLOR": None, "TERM": "dumb"}])
-def test_no_colour_when_disabled_even_on_a_tty(proj, fake_tty, env):
-    r = run_keeping_ansi("check", "too_long.yaml", cwd=proj, env=env)
+def test_no_colour_when_disabled_even_on_a_tty(proj, env):
+    r = run_cli("check", "too_long.yaml", cwd=proj, env=env, tty=True)
     assert "SITS202" in r.stdout
     assert ANSI not in r.stdout + r.stderr
 
 
 @pytest.mark.parametrize("fmt", ["json", "sarif", "github", "junit"])
-def test_no_colour_in_machine_formats_on_a_tty(proj, fake_tty, fmt):
-    r = run_keeping_ansi("check", "too_long.yaml", "--format", fmt, cwd=proj, env={"NO_COLOR": None, "TERM": "xterm"})
+def test_no_colour_in_machine_formats_on_a_tty(proj, fmt):
+    r = run_cli("check", "too_long.yaml", "--format", fmt, cwd=proj, env={"NO_COLOR": None, "TERM": "xterm"}, tty=True)
     assert ANSI not in r.stdout
 
 
-def test_no_colour_in_output_file_on_a_tty(proj, fake_tty):
-    run_keeping_ansi("check", "too_long.yaml", "-o", "report.txt", cwd=proj, env={"NO_COLOR": None, "TERM": "xterm"})
+def test_no_colour_in_output_file_on_a_tty(proj):
+    run_cli("check", "too_long.yaml", "-o", "report.txt", cwd=proj, env={"NO_COLOR": None, "TERM": "xterm"}, tty=True)
     assert ANSI not in (proj / "report.txt").read_text()
 
 
@@ -508,7 +541,7 @@ def test_api_check_returns_a_report(proj, monkeypatch):
     report = sits_doctor.check(["all.yaml"], sits_doctor.CheckOptions(targets=["vllm==0.20.0"], isolated=True))
     assert isinstance(report, sits_doctor.Report)
     assert [f.code for f in report.findings] == ["SITS202", "SITS205", "SITS204", "SITS204"]
-    assert report.exit_code() == 1
+    assert report.exit_code == 1
     f = report.findings[0]
     assert f.render().startswith("all.yaml:2:1: SITS202 [error] ")
     assert f.location.pointer == "/max-model-len"
@@ -532,19 +565,19 @@ def test_api_options(proj):
     assert {f.code for f in check([path], CheckOptions(ignore=["SITS2"], **base)).findings} == set()
     warn_only = check([str(proj / "prefix_false.yaml")], CheckOptions(fail_on=Severity.ERROR, **base))
     assert [f.severity for f in warn_only.findings] == [Severity.WARNING]
-    assert warn_only.exit_code() == 0
-    assert check([str(proj / "good.yaml")], CheckOptions(isolated=True)).exit_code() == 0
-    assert check([path], CheckOptions(model_config=str(proj / "llama"), isolated=True)).exit_code() == 1
+    assert warn_only.exit_code == 0
+    assert check([str(proj / "good.yaml")], CheckOptions(isolated=True)).exit_code == 0
+    assert check([path], CheckOptions(model_config=str(proj / "llama"), isolated=True)).exit_code == 1
 
 
 def test_api_input_errors_do_not_raise(proj):
     from sits_doctor import CheckOptions, check
 
     report = check([str(proj / "too_long.yaml")], CheckOptions(select=["SITS999"], isolated=True))
-    assert report.exit_code() == 2
+    assert report.exit_code == 2
     assert "SITS999" in report.errors[0].message
     report = check([str(proj / "missing.yaml"), str(proj / "too_long.yaml")], CheckOptions(isolated=True))
-    assert report.exit_code() == 2
+    assert report.exit_code == 2
     assert [f.code for f in report.findings] == ["SITS202"]
 
 
@@ -552,7 +585,7 @@ def test_api_default_options(proj, monkeypatch):
     import sits_doctor
 
     monkeypatch.chdir(proj)
-    assert sits_doctor.check(["good.yaml"]).exit_code() == 0
+    assert sits_doctor.check(["good.yaml"]).exit_code == 0
 
 
 def test_broken_sidecar_of_the_served_model_is_reported_and_its_facts_still_used(tmp_path):

@@ -12,7 +12,7 @@ must hold the invariant:
   written through), leaving no temporary file behind.
 
 Most inputs go through the in-process API (``engine.check``, ``fixer.fix_paths``, the
-reporters); a smaller number through the real command (click's runner) with ``--format`` and
+reporters); a smaller number through the real command (in-process) with ``--format`` and
 ``-o``. The same generators and harness drive the long run, ``bench/fuzz.py``, which imports this
 module. Inputs found to break the invariant are kept below as ``xfail(strict=True)`` regression
 cases; fix the bug and drop the mark.
@@ -36,6 +36,7 @@ import traceback
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -766,6 +767,28 @@ def _short(text: str, width: int = 200, lines: int = 40) -> str:
     return "\n".join(out[-lines:])
 
 
+class Invocation(NamedTuple):
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    exception: BaseException | None
+
+
+def _invoke(args) -> Invocation:
+    """The real command in-process (``sits_doctor.cli.run``), its output captured and any
+    exception kept (``SystemExit`` included: the command returns its code, it never exits)."""
+    from sits_doctor.cli import run
+
+    out, err = io.StringIO(), io.StringIO()
+    code, exc = None, None
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = run(list(args))
+        except BaseException as e:  # noqa: BLE001 - every escape is a finding of the fuzzer
+            exc = e
+    return Invocation(code, out.getvalue(), err.getvalue(), exc)
+
+
 def _first_line(text: str) -> str:
     lines = [ln for ln in text.strip().splitlines() if ln.strip()]
     # a traceback's last line names the exception; otherwise the first line
@@ -946,7 +969,7 @@ class Harness:
         report = self._guard("check", failures, lambda: check([rel], opts))
         if report is None:
             return
-        self._report_ok("check", report, report.exit_code(), failures)
+        self._report_ok("check", report, report.exit_code, failures)
         for fmt in FORMATS:
             text = self._guard(f"render:{fmt}", failures, lambda fmt=fmt: render(report, fmt, statistics=fmt == "text"))
             if text is None:
@@ -964,7 +987,7 @@ class Harness:
         result = self._guard(stage, failures, lambda: fix_paths([rel], opts, unsafe=unsafe, apply=apply))
         if result is None:
             return
-        code = result.report.exit_code()
+        code = result.report.exit_code
         if code in (2, 3) or result.errors:
             code = max(code, 2)
         self._report_ok(stage, result.report, code, failures)
@@ -993,10 +1016,6 @@ class Harness:
 
     def _cli(self, rel: str, case: Case, failures: list[Failure]) -> None:
         """The real command: check in every format (to stdout and with -o), fix and fix --apply."""
-        from click.testing import CliRunner
-
-        from sits_doctor.cli import main
-
         targets = [a for t in case.targets for a in ("--target", t)]
         runs = [("check", "--isolated", "--format", fmt, *targets, rel) for fmt in FORMATS]
         runs += [("check", "--isolated", "--format", "sarif", "-o", "report.sarif", "--statistics", *targets, rel),
@@ -1005,14 +1024,13 @@ class Harness:
         for args in runs:
             stage = f"cli:{args[0]}" + (f":{args[3]}" if args[0] == "check" else ":apply" if "--apply" in args else ":dry")
             before = self.ws.snapshot()
-            runner = CliRunner()
             start = time.perf_counter()
-            result = self._guard(stage, failures, lambda args=args: runner.invoke(main, list(args), catch_exceptions=True))
+            result = self._guard(stage, failures, lambda args=args: _invoke(args))
             if result is None:
                 continue
             took = time.perf_counter() - start
             out = result.stdout + result.stderr
-            if result.exception is not None and not isinstance(result.exception, SystemExit):
+            if result.exception is not None:
                 tb = "".join(traceback.format_exception(result.exception))
                 failures.append(Failure(stage, "exception", f"{type(result.exception).__name__}: {result.exception}".splitlines()[0][:300],
                                         _crash_site(tb), tb))

@@ -16,7 +16,6 @@ before 0.10.2), read in the vLLM source releases 0.6.6.post1 … 0.33.0:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 from sits_doctor.frameworks import vllm as fw
 from sits_doctor.plan import ModelFacts, Setting
@@ -36,12 +35,17 @@ _EXEMPT_FROM_0_30 = _EXEMPT + ("yarn", "deepseek_yarn", "deepseek_llama_scaling"
 DEFAULT_WHEN_UNKNOWN = 2048
 
 
-@dataclass
 class DerivedLen:
-    value: float
-    key: str  # the config key vLLM names in its error message
-    steps: list[str] = field(default_factory=list)  # human-readable derivation, with positions
-    model_max_length: int | None = None
+    """vLLM's derived max_model_len, with the key its error message names and how it was found."""
+
+    def __init__(self, value: float, key: str, steps: list[str] | None = None, model_max_length: int | None = None):
+        self.value = value
+        self.key = key  # the config key vLLM names in its error message
+        self.steps = [] if steps is None else steps  # human-readable derivation, with positions
+        self.model_max_length = model_max_length
+
+    def __repr__(self) -> str:
+        return f"DerivedLen({self.value!r}, {self.key!r}, {self.steps!r}, {self.model_max_length!r})"
 
 
 def is_length(value) -> bool:

@@ -11,7 +11,6 @@ skipped and counted; a file named explicitly that holds none of them is an input
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -36,16 +35,18 @@ EXPECTED = (
 )
 
 
-@dataclass
 class LoadResult:
-    plans: list[Plan] = field(default_factory=list)
-    errors: list[InputError] = field(default_factory=list)
-    notices: list[Notice] = field(default_factory=list)
-    files_checked: list[str] = field(default_factory=list)
-    skipped: int = 0
-    skipped_files: list[tuple[str, str]] = field(default_factory=list)  # (display path, why)
-    texts: dict[Path, str] = field(default_factory=dict, repr=False)
-    sources: dict[str, str] = field(default_factory=dict, repr=False)  # display path -> text checked
+    """What loading some paths gave: plans, and what could not be used or was skipped."""
+
+    def __init__(self):
+        self.plans: list[Plan] = []
+        self.errors: list[InputError] = []
+        self.notices: list[Notice] = []
+        self.files_checked: list[str] = []
+        self.skipped = 0
+        self.skipped_files: list[tuple[str, str]] = []  # (display path, why)
+        self.texts: dict[Path, str] = {}
+        self.sources: dict[str, str] = {}  # display path -> text checked
 
 
 def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None, *,

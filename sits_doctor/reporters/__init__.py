@@ -32,6 +32,6 @@ def render(report, fmt: str, *, color: bool = False, quiet: bool = False, statis
         from sits_doctor.reporters.github import render as r
     elif fmt == "junit":
         from sits_doctor.reporters.junit import render as r
-    else:  # pragma: no cover - click restricts the choice
+    else:  # pragma: no cover - the CLI restricts the choice
         raise ValueError(fmt)
     return r(report)

@@ -11,7 +11,7 @@ from sits_doctor.engine import Report
 def render(report: Report) -> str:
     data = {
         "tool": {"name": "sits-doctor", "version": __version__},
-        "exit_code": report.exit_code(),
+        "exit_code": report.exit_code,
         "fail_on": report.fail_on.value,
         "summary": {
             "findings": len(report.findings),
