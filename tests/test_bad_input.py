@@ -592,11 +592,34 @@ def test_a_5000_digit_number_is_an_input_error_not_a_crash(tmp_path: Path) -> No
     assert "genai_config.json: error: invalid JSON: a number has more digits than any config value could" in r.stderr
 
 
-def test_a_nan_model_length_is_not_used_and_does_not_crash(tmp_path: Path) -> None:
-    write(tmp_path, "m/config.json", '{"architectures": ["LlamaForCausalLM"], "model_type": "llama", '
-          '"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "max_position_embeddings": NaN}')
+MODEL_HEAD = '{"architectures": ["LlamaForCausalLM"], "model_type": "llama",\n "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,\n '
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('"max_position_embeddings": -1', "max_position_embeddings is -1; a dimension or length must be a positive integer"),
+    ('"max_position_embeddings": NaN', "max_position_embeddings is NaN; a dimension or length must be a positive integer"),
+    ('"max_position_embeddings": 4096.5', "max_position_embeddings is 4096.5; a dimension or length must be a positive integer"),
+    ('"max_position_embeddings": "4096"', 'max_position_embeddings is "4096", not a number'),
+    ('"num_key_value_heads": 0', "num_key_value_heads is 0; a dimension or length must be a positive integer"),
+    ('"head_dim": true', "head_dim is true, not a number"),
+    ('"rope_scaling": "yes"', 'rope_scaling is "yes"; it must be a mapping'),
+])
+def test_an_impossible_model_fact_makes_the_config_invalid(tmp_path: Path, line: str, message: str) -> None:
+    write(tmp_path, "m/config.json", MODEL_HEAD + line + "\n}\n")
     write(tmp_path, "serve.yaml", "model: ./m\nmax-model-len: 4096\nserved-model-name: m\n")
-    r = check(tmp_path, "serve.yaml")
+    for named in ("m/config.json", "serve.yaml"):  # alone, and as the model behind a serve config
+        r = check(tmp_path, named)
+        assert r.exit_code == 2, r.stdout + r.stderr
+        assert f"m/config.json:3:2: error: invalid model config: {message}" in r.stderr
+        assert r.stderr.count("invalid model config") == 1
+        assert "at most -1" not in r.stdout
+
+
+def test_null_model_facts_are_simply_not_stated(tmp_path: Path) -> None:
+    write(tmp_path, "m/config.json", MODEL_HEAD + '"head_dim": null, "rope_scaling": null, "sliding_window": null,\n'
+          ' "max_position_embeddings": 4096.0}\n')
+    write(tmp_path, "serve.yaml", "model: ./m\nmax-model-len: 4096\nserved-model-name: m\n")
+    r = check(tmp_path, "serve.yaml", "m/config.json")
     assert r.exit_code == 0, r.stdout + r.stderr
 
 

@@ -76,6 +76,47 @@ DTYPE_KEYS = ("dtype", "torch_dtype")  # v5 name first (shared/research §8)
 ROPE_KEYS = ("rope_parameters", "rope_scaling")
 
 
+# Dimensions that must be positive integers when a config states them (null means "not stated").
+POSITIVE_DIMS = ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab")
+
+
+def invalid_facts(model) -> list[tuple[object, str]]:
+    """The model facts no framework can compute with, as (Setting, why): a dimension or maximum
+    length that is not a positive integer (a string, a bool, NaN, ±inf, 0, negative, 4096.5), a
+    rope configuration that is not a mapping. This is the one checked conversion of model
+    numbers; :func:`model_dims` leaves such values out, and the engine reports the config as
+    invalid (exit 2) instead of letting a rule compute "at most -1 tokens" from it."""
+    import math
+
+    keys = [k for name in POSITIVE_DIMS for k in ALIASES[name]] + ["head_dim", *MAX_LENGTH_KEYS]
+    bad = []
+    for key in dict.fromkeys(keys):
+        s = model.fact(key)
+        if s is None or s.value is None:
+            continue
+        v = s.value
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            bad.append((s, f"{key} is {_shown(v)}, not a number"))
+        elif not math.isfinite(v) or v <= 0 or v != int(v):
+            bad.append((s, f"{key} is {_shown(v)}; a dimension or length must be a positive integer"))
+    for key in ROPE_KEYS:
+        s = model.fact(key)
+        if s is not None and s.value is not None and not isinstance(s.value, dict):
+            bad.append((s, f"{key} is {_shown(s.value)}; it must be a mapping such as "
+                           '{"rope_type": "linear", "factor": 2.0} (or null)'))
+    return bad
+
+
+def _shown(value) -> str:
+    import json
+
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _first(model, keys, *, number: bool = True):
     import math
 
@@ -87,7 +128,7 @@ def _first(model, keys, *, number: bool = True):
             continue
         if number and (isinstance(s.value, bool) or not isinstance(s.value, (int, float))
                        or not math.isfinite(s.value) or s.value < 0):
-            continue  # NaN, inf and negative dimensions are not dimensions
+            continue  # NaN, inf and negative dimensions are not dimensions (invalid_facts reports them)
         return Value.of(s)
     return None
 

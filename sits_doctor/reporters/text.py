@@ -65,7 +65,9 @@ def summary(report: Report) -> str:
     files = f"in {len(report.files_checked)} file(s)"
     skipped = (f"; {report.skipped} file(s) skipped as not a recognized config (--show-skipped lists them)"
                if report.skipped else "")
-    errors = f"; {len(report.errors)} file(s) or argument(s) could not be used" if report.errors else ""
+    unusable = len({e.path for e in report.errors})
+    errors = (f"; {unusable} file(s) or argument(s) could not be used"
+              + (f" ({len(report.errors)} errors)" if len(report.errors) > unusable else "")) if report.errors else ""
     hidden = ""
     if report.suppressed or report.baselined:
         parts = [f"{report.suppressed} suppressed"] if report.suppressed else []
