@@ -6,8 +6,9 @@ Reports values the framework's parser refuses, so the deployment fails to start:
   none (`--enable-chunked-prefill=false` and `--enable-chunked-prefill false` from 0.8.5, where
   it became a BooleanOptionalAction), a number that is not one, a value outside the option's
   choices (`--block-size 24` before 0.18), an integer `--compilation-config 3` (from 0.9.2),
-  `--max-model-len 8k` before 0.8.4 (size suffixes arrived with `human_readable_int`) and
-  `--max-model-len auto` before 0.14.
+  `--max-model-len 8k` before 0.8.4 (size suffixes arrived with `human_readable_int`),
+  `--max-model-len auto` before 0.14, and a `--max-model-len` that is no number at all (`12abc`,
+  or more digits than Python's int conversion takes, which the parser refuses the same way).
 - **ORT GenAI** `genai_config.json`: a missing or zero `model.context_length`; provider options must be JSON
 strings (`"enable_cuda_graph": "1"`, not `true`), integers must be integral numbers, booleans
 must be JSON booleans, `null` is never accepted for a known key, and enumerations
@@ -154,7 +155,7 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
     text = str(value).strip()
     if seg["kind"] == "human_int" and not isinstance(parse_human_int(value), int):
         yield RULE.finding(
-            plan, setting, f"argument {shown}: invalid int value: {text!r}: {ctx.target.name} refuses to start",
+            plan, setting, f"argument {shown}: invalid int value: {_quoted(text)}: {ctx.target.name} refuses to start",
             evidence=evidence, fix_hint="write a whole number (or a size like 32k)")
         return
     if seg["kind"] in ("int", "float"):
@@ -162,14 +163,14 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
             (int if seg["kind"] == "int" else float)(text)
         except ValueError:
             yield RULE.finding(
-                plan, setting, f"argument {shown}: invalid {seg['kind']} value: {text!r}: {ctx.target.name} "
+                plan, setting, f"argument {shown}: invalid {seg['kind']} value: {_quoted(text)}: {ctx.target.name} "
                                "refuses to start", evidence=evidence, fix_hint=f"write a plain {seg['kind']}")
             return
     choices = seg.get("choices")
     if choices and text not in [str(c) for c in choices]:
         yield RULE.finding(
             plan, setting,
-            f"argument {shown}: invalid choice: {text!r} (choose from {', '.join(map(str, choices))}): "
+            f"argument {shown}: invalid choice: {_quoted(text)} (choose from {', '.join(map(str, choices))}): "
             f"{ctx.target.name} refuses to start",
             evidence=evidence, fix_hint=_closest_choice(text, choices),
         )
@@ -183,6 +184,11 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
             evidence=evidence, fix_hint=f"write -O{text} (the optimization level) or --compilation-config "
                                         f"'{{\"mode\": {text}}}'",
         )
+
+
+def _quoted(text: str, limit: int = 60) -> str:
+    """The value as argparse quotes it, cut to ``limit`` characters (a 5000-digit number stays readable)."""
+    return repr(text if len(text) <= limit else text[:limit - 3] + "...")
 
 
 def _closest_choice(text: str, choices) -> str:
@@ -203,13 +209,22 @@ def _vllm_max_model_len(plan: Plan, ctx) -> Iterator[Finding]:
             evidence=[f"target: {ctx.target}"], fix_hint="leave max_model_len unset (vLLM derives it from the model)",
         )
         return
-    if re.fullmatch(r"-?\d+", text) or text in ("auto",):
+    number = parse_human_int(text)
+    if text == "auto" or (isinstance(number, int) and re.fullmatch(r"-?\d+", text)):
+        return
+    if not isinstance(number, int):  # "12abc", a number past Python's int limit, "1.5x"
+        yield RULE.finding(
+            plan, setting,
+            f"max_model_len {_quoted(text)} is not a number {ctx.target.name} reads: it refuses to start "
+            "(argument --max-model-len: invalid value)",
+            evidence=[f"target: {ctx.target}"], fix_hint="write a whole number (or a size like 32k)",
+        )
         return
     if re.fullmatch(r"\d+(\.\d+)?[kmgKMG]", text) and V(ctx.target.version) < V(fw.HUMAN_INT):
         number = setting.value
         yield RULE.finding(
             plan, setting,
-            f"max_model_len {text!r} uses a size suffix, which {ctx.target.name} does not read "
+            f"max_model_len {_quoted(text)} uses a size suffix, which {ctx.target.name} does not read "
             f"(from {fw.HUMAN_INT}): startup fails (argument --max-model-len: invalid int value)",
             evidence=[f"target: {ctx.target}"],
             fix_hint=f"write it as a plain number: {number}",

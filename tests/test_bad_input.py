@@ -592,6 +592,16 @@ def test_a_5000_digit_number_is_an_input_error_not_a_crash(tmp_path: Path) -> No
     assert "genai_config.json: error: invalid JSON: a number has more digits than any config value could" in r.stderr
 
 
+@pytest.mark.parametrize("value", ["9" * 4400, "9" * 4400 + "k", "1" + "0" * 400 + ".5k"])
+def test_a_number_past_pythons_int_limit_is_what_vllms_parser_refuses(tmp_path: Path, value: str) -> None:
+    # found by the 100 000-input fuzz run (bench/results/fuzz.md): SITS201 crashed converting it
+    write(tmp_path, "serve.yaml", f"model: m\nmax-num-batched-tokens: {value}\n")
+    r = check(tmp_path, "serve.yaml")
+    assert r.exit_code == 1
+    assert "SITS201 [error] argument --max-num-batched-tokens: invalid int value: '" in r.stdout
+    assert "...': vLLM 0.20.0 refuses to start" in r.stdout  # the value is cut, not printed in full
+
+
 MODEL_HEAD = '{"architectures": ["LlamaForCausalLM"], "model_type": "llama",\n "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,\n '
 
 

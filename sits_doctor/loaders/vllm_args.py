@@ -41,16 +41,19 @@ def parse_human_int(value: Any) -> int | str:
     if isinstance(value, int):
         return value
     text = str(value).strip()
-    if re.fullmatch(r"-?\d+", text):
-        return int(text)
-    m = _HUMAN_INT.match(text)
-    if not m:
-        return text
-    number, suffix = m.groups()
-    power = "kmg".index(suffix.lower()) + 1 if suffix else 0
-    base = 1024 if suffix.isupper() else 1000
-    scaled = float(number) * base**power
-    return int(scaled) if scaled == int(scaled) else text
+    try:
+        if re.fullmatch(r"-?\d+", text):
+            return int(text)
+        m = _HUMAN_INT.match(text)
+        if not m:
+            return text
+        number, suffix = m.groups()
+        power = "kmg".index(suffix.lower()) + 1 if suffix else 0
+        base = 1024 if suffix.isupper() else 1000
+        scaled = float(number) * base**power
+        return int(scaled) if scaled == int(scaled) else text
+    except (ValueError, OverflowError):  # past Python's int-string limit (4300 digits), or inf:
+        return text  # vLLM's parser fails on it the same way, so it stays text (SITS201 reports it)
 
 
 def coerce(key: str, value: Any) -> Any:

@@ -220,6 +220,20 @@ def test_pass_plain_numbers_before_0_8_4(tmp_path, monkeypatch, value):
     assert _vllm(tmp_path, monkeypatch, value, "0.7.3") == []
 
 
+@pytest.mark.parametrize("version", ["0.7.3", "0.33.0"])
+@pytest.mark.parametrize(("value", "shown"), [("12abc", "'12abc'"), ("8x", "'8x'"),
+                                              ("9" * 5000, "'" + "9" * 57 + "...'")])
+def test_fail_max_model_len_that_is_no_number(tmp_path, monkeypatch, version, value, shown):
+    assert _vllm(tmp_path, monkeypatch, value, version) == [
+        f"serve.yaml:2:1: SITS201 [error] max_model_len {shown} is not a number vLLM {version} reads: it refuses "
+        "to start (argument --max-model-len: invalid value)"
+    ]
+
+
+def test_pass_auto_from_0_14(tmp_path, monkeypatch):
+    assert _vllm(tmp_path, monkeypatch, "auto", "0.14.0") == []
+
+
 @pytest.mark.parametrize("model", ['{"type": "llama"}', '{"type": "llama", "context_length": 0}'],
                          ids=["missing", "zero"])
 def test_fail_ortgenai_context_length_missing_or_zero(tmp_path, monkeypatch, model):
