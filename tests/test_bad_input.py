@@ -594,7 +594,7 @@ def test_a_5000_digit_number_is_an_input_error_not_a_crash(tmp_path: Path) -> No
 
 @pytest.mark.parametrize("value", ["9" * 4400, "9" * 4400 + "k", "1" + "0" * 400 + ".5k"])
 def test_a_number_past_pythons_int_limit_is_what_vllms_parser_refuses(tmp_path: Path, value: str) -> None:
-    # found by the 100 000-input fuzz run (bench/results/fuzz.md): SITS201 crashed converting it
+    # found by the 100 000-input fuzz run (bench/results/fuzz-2026-12-01-seed1.md): SITS201 crashed converting it
     write(tmp_path, "serve.yaml", f"model: m\nmax-num-batched-tokens: {value}\n")
     r = check(tmp_path, "serve.yaml")
     assert r.exit_code == 1

@@ -1109,6 +1109,10 @@ REGRESSIONS: list = [
         Case("gen:vllm", "serve.yaml", (FIXTURES / "vllm" / "bad_underscore_false.yaml").read_bytes(), unsafe=True,
              symlink=True, name_the_link=True),
         id="fix-apply-writes-through-a-named-symlink-leaving-the-target"),  # was a bug; fixed
+    pytest.param(
+        Case("mut:vllm/good_llama31_8b_chat.yaml", "good_llama31_8b_chat.yaml",
+             b"max-num-batched-tokens: " + b"9" * 4344 + b"\n", symlink=True),
+        id="number-past-pythons-int-string-limit"),  # was a bug (bench/results/fuzz-2026-12-01-seed1.md); fixed
 ]
 
 
