@@ -277,6 +277,69 @@ def _fix(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     return code
 
 
+# --------------------------------------------------------------------------- capacity
+
+
+def _memory_size(text: str) -> float:
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GiB|GB|MiB|MB|TiB)\s*", text, re.IGNORECASE)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a size such as 79.19GiB or 81920MiB")
+    unit = {"gib": 2**30, "gb": 1e9, "mib": 2**20, "mb": 1e6, "tib": 2**40}[m.group(2).lower()]
+    return float(m.group(1)) * unit
+
+
+def _capacity_parser() -> argparse.ArgumentParser:
+    p = _parser("capacity", "Will it fit, and how many requests at once: KV bytes per token, weights, the KV pool "
+                            "and the startup check, from the configs alone.", "[OPTIONS] PATH...")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="Config files, or folders to walk.")
+    p.add_argument("--gpu", type=_gpu, metavar="NAME[xN]", help="The GPU, e.g. H100, A100-40GB, RTX4090, H100-80GBx4.")
+    p.add_argument("--gpu-memory", type=_memory_size, metavar="SIZE",
+                   help="Total memory per GPU as the framework sees it (vLLM logs total_gpu_memory), e.g. 79.19GiB; "
+                        "wins over the catalog.")
+    p.add_argument("--format", dest="fmt", choices=("text", "json"), default="text", help="Output format (default: text).")
+    p.add_argument("--target", dest="targets", action="append", default=[], metavar="NAME==VERSION",
+                   help="Framework version to model, e.g. vllm==0.11.")
+    _add_sources(p)
+    p.add_argument("--debug", action="store_true", help="Show tracebacks of internal errors.")
+    return p
+
+
+def _capacity(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
+    import json
+
+    from sits_doctor.capacity import for_plan
+    from sits_doctor.engine import CheckOptions, check
+    from sits_doctor.reporters.capacity_text import render
+
+    gpu, count, note = None, 1, None
+    if a.gpu:
+        from sits_doctor.catalogs import gpus
+
+        try:
+            match = gpus.lookup(a.gpu)
+        except ValueError as exc:
+            parser.error(f"argument --gpu: {exc}")
+        gpu, count, note = match.gpu, match.count, match.note
+    try:
+        report = check(list(a.paths), CheckOptions(ignore=["SITS"], targets=list(a.targets), model_config=a.model_config,
+                                                   config=a.config_file, isolated=a.isolated, debug=a.debug))
+        rows = [for_plan(plan, gpu, count, a.gpu_memory, "--gpu-memory" if a.gpu_memory else "")
+                for plan in report.deployments if plan.framework != "hf"]
+        if note:
+            for row in rows:
+                row["assumptions"].insert(0, note)
+    except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
+        return _internal_error(exc, a.debug)
+    _out(json.dumps({"deployments": rows}, indent=2) if a.fmt == "json" else render(rows))
+    for e in report.errors:
+        _err(str(e))
+    if report.errors:
+        return 2
+    return 1 if any(r["startup"]["ok"] is False for r in rows) else 0
+
+
 # --------------------------------------------------------------------------- rules / explain
 
 
@@ -324,6 +387,7 @@ def _explain(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
 COMMANDS = {
     "check": (_check_parser, _check, "Check config files and folders."),
     "fix": (_fix_parser, _fix, "Fix what can be fixed: print the diff, or write it with --apply."),
+    "capacity": (_capacity_parser, _capacity, "Will it fit: KV per token, weights, KV pool, concurrency, startup."),
     "rules": (_rules_parser, _rules, "List the rules."),
     "explain": (_explain_parser, _explain, "Show a rule's documentation."),
 }

@@ -78,6 +78,7 @@ class Report:
         self.suppressed = 0  # findings dropped by inline suppressions and .sits-doctor-ignore.toml
         self.baselined = 0  # findings dropped because the baseline records them
         self.plans: list[PlanSummary] = []
+        self.deployments: list[Plan] = []  # the plans themselves, with their effective facts
         self.fail_on: Severity = Severity.WARNING  # --fail-on, or the settings found for the first path
         self.fail_on_by_plan: dict[str, Severity] = {}  # each file's own settings
         for name, value in given.items():
@@ -217,6 +218,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
         plan = _prepare(plan, {**selection.targets, **requested}, resolver, report)
         plan.facts = effective(plan)
         report.errors += [e for e in _invalid_model(plan) if e not in report.errors]
+        report.deployments.append(plan)
         report.plans.append(
             PlanSummary(plan.label, plan.framework, plan.kind, plan.file, str(plan.target),
                         plan.model.path if plan.model else plan.model_note)

@@ -62,9 +62,16 @@ class ModelDims(NamedTuple):
     shared_experts: Value | None = None
     kv_lora_rank: Value | None = None  # MLA
     qk_rope_head_dim: Value | None = None  # MLA
+    q_lora_rank: Value | None = None  # MLA
+    qk_nope_head_dim: Value | None = None  # MLA
+    v_head_dim: Value | None = None  # MLA
+    moe_intermediate: Value | None = None  # size of one expert's MLP
+    shared_intermediate: Value | None = None  # Qwen2-MoE's shared expert
+    first_dense_layers: Value | None = None  # DeepSeek first_k_dense_replace
     dtype: Value | None = None
     quantization: Value | None = None
     params: Value | None = None  # parameter count (derived)
+    param_parts: Value | None = None  # {"embeddings", "attention", "experts", "mlp"} (derived)
 
 
 class Serving(NamedTuple):

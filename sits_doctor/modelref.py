@@ -2,7 +2,8 @@
 
 A serve config names a model (``meta-llama/Llama-3.1-8B-Instruct`` or a path). It is resolved
 from ``--model-config PATH``, then a local path (relative to the config file, then to the working
-directory), then the local Hugging Face cache through huggingface_hub's cache API. vLLM's
+directory), then the local Hugging Face cache through huggingface_hub's cache API, then the
+bundled catalog of popular models (sits_doctor/catalogs/models.json). vLLM's
 ``hf_overrides`` are applied on top, each overridden key pointing at the override.
 """
 
@@ -44,10 +45,31 @@ class ModelResolver:
         cached = _from_hf_cache(name, plan.value(fw.REVISION))
         if cached is not None:
             return self._with_overrides(self._load(cached), plan), None
+        bundled = self._from_catalog(name)
+        if bundled is not None:
+            return self._with_overrides(bundled, plan), None
         return None, (
-            f"model {name!r} is not a local path and its config.json is not in the local Hugging Face "
-            "cache; pass --model-config PATH (nothing is downloaded)"
+            f"model {name!r} is not a local path, its config.json is not in the local Hugging Face "
+            "cache and it is not in the bundled model catalog; pass --model-config PATH (nothing is downloaded)"
         )
+
+    def _from_catalog(self, name: str) -> ModelFacts | None:
+        """The bundled catalog's copy of a popular model's config.json (the last resort: a local
+        copy or the cache always wins). Its path names the catalog and the model's config URL."""
+        if name.count("/") != 1:
+            return None
+        from sits_doctor.catalogs import models
+
+        entry = models.lookup(name)
+        if entry is None:
+            return None
+        import json
+
+        from sits_doctor.loaders.hf import model_facts
+        from sits_doctor.source import parse_json
+
+        doc = parse_json(json.dumps(entry.config, indent=1), f"<model catalog: {entry.hub_url}>")
+        return model_facts(doc)
 
     def _load(self, path: Path) -> ModelFacts:
         from sits_doctor.loaders import load_model_config

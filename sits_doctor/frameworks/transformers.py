@@ -66,6 +66,12 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "shared_experts": ("n_shared_experts", "num_shared_experts"),
     "kv_lora_rank": ("kv_lora_rank",),
     "qk_rope_head_dim": ("qk_rope_head_dim",),
+    "q_lora_rank": ("q_lora_rank",),
+    "qk_nope_head_dim": ("qk_nope_head_dim",),
+    "v_head_dim": ("v_head_dim",),
+    "moe_intermediate": ("moe_intermediate_size",),
+    "shared_intermediate": ("shared_expert_intermediate_size",),
+    "first_dense_layers": ("first_k_dense_replace",),
     "rope_theta": ("rope_theta",),
 }
 MAX_LENGTH_KEYS = (
@@ -190,20 +196,59 @@ def _top(model, key):
 
 
 def _with_params(dims, tie_embeddings=None):
-    """Add a parameter-count estimate for a dense decoder: embeddings (input and output) plus, per
-    layer, the Q/K/V/O projections and a gated MLP. MoE and MLA models are left unestimated."""
+    """Add a parameter count computed from the shape: embeddings (input and output), and per layer
+    the attention projections (grouped-query, or MLA's low-rank ones) and a gated MLP — dense, or
+    MoE experts (``moe_intermediate_size``, else ``intermediate_size`` as in Mixtral and gpt-oss)
+    plus shared experts and a router, with DeepSeek's ``first_k_dense_replace`` dense layers.
+    Norms, biases and vision towers are left out (well under 1% of a decoder). ``param_parts``
+    keeps the pieces, because quantization usually leaves the embeddings in 16 bits."""
     from sits_doctor.facts import Value
 
-    need = (dims.layers, dims.hidden, dims.heads, dims.kv_heads, dims.head_dim, dims.intermediate, dims.vocab)
-    if any(v is None for v in need) or dims.experts is not None or dims.kv_lora_rank is not None:
+    def n(v):
+        return int(v.value) if v is not None else None
+
+    layers, hidden, heads, vocab = n(dims.layers), n(dims.hidden), n(dims.heads), n(dims.vocab)
+    if None in (layers, hidden, heads, vocab):
         return dims
-    layers, hidden, heads, kv, hd, inter, vocab = (int(v.value) for v in need)
-    attn = hidden * heads * hd * 2 + hidden * kv * hd * 2
-    mlp = 3 * hidden * inter
+    inter, kv, hd = n(dims.intermediate), n(dims.kv_heads), n(dims.head_dim)
+    if dims.kv_lora_rank is not None:  # MLA (DeepSeek V2/V3)
+        rank, rope = n(dims.kv_lora_rank), n(dims.qk_rope_head_dim) or 0
+        nope, v = n(dims.qk_nope_head_dim), n(dims.v_head_dim)
+        if nope is None or v is None:
+            return dims
+        q_rank = n(dims.q_lora_rank)
+        q = hidden * q_rank + q_rank * heads * (nope + rope) if q_rank else hidden * heads * (nope + rope)
+        attn = q + hidden * (rank + rope) + rank * heads * (nope + v) + heads * v * hidden
+        attn_how = "MLA projections"
+    else:
+        if kv is None or hd is None:
+            return dims
+        attn = hidden * heads * hd * 2 + hidden * kv * hd * 2
+        attn_how = f"attention {attn}"
+    experts = n(dims.experts)
+    if experts:
+        size = n(dims.moe_intermediate) or inter
+        if size is None:
+            return dims
+        shared = (n(dims.shared_experts) or 0) * 3 * hidden * size + (3 * hidden * n(dims.shared_intermediate)
+                                                                       if dims.shared_intermediate else 0)
+        dense_layers = min(n(dims.first_dense_layers) or 0, layers)
+        moe_layers = layers - dense_layers
+        expert_params = moe_layers * experts * 3 * hidden * size
+        mlp_other = moe_layers * (shared + hidden * experts) + dense_layers * 3 * hidden * (inter or size)
+        mlp_how = f"{moe_layers} MoE layers · {experts} experts · 3·{hidden}·{size}" + (
+            f" + {dense_layers} dense layers" if dense_layers else "") + (" + shared experts" if shared else "")
+    else:
+        if inter is None:
+            return dims
+        expert_params, mlp_other = 0, layers * 3 * hidden * inter
+        mlp_how = f"gated MLP {3 * hidden * inter}"
     tied = tie_embeddings is True
-    total = (1 if tied else 2) * vocab * hidden + layers * (attn + mlp)
+    embed = (1 if tied else 2) * vocab * hidden
+    total = embed + layers * attn + expert_params + mlp_other
     how = ("tied: counted once" if tied else "untied: counted twice" if tie_embeddings is False
            else "tie_word_embeddings not stated: counted twice")
-    note = (f"{'vocab' if tied else '2·vocab'}·hidden + layers·(attention {attn} + gated MLP {mlp}) of the "
-            f"text model (embeddings {how}; norms, biases and vision towers left out)")
-    return dims._replace(params=Value.derived(total, note))
+    note = (f"{'vocab' if tied else '2·vocab'}·hidden + layers·({attn_how}) + {mlp_how} of the text model "
+            f"(embeddings {how}; norms, biases and vision towers left out)")
+    parts = {"embeddings": embed, "attention": layers * attn, "experts": expert_params, "mlp": mlp_other}
+    return dims._replace(params=Value.derived(total, note), param_parts=Value.derived(parts, note))

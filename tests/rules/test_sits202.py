@@ -361,8 +361,9 @@ def test_fail_unknown_hub_model_is_info_naming_model_config(tmp_path, monkeypatc
     found = findings(tmp_path, monkeypatch, files, "serve.yaml")
     assert [f.render() for f in found] == [
         "serve.yaml:2:1: SITS202 [info] cannot check max_model_len 9000 against the model: model "
-        "'sits-doctor-tests/no-such-model-xyz' is not a local path and its config.json is not in the local "
-        "Hugging Face cache; pass --model-config PATH (nothing is downloaded)"
+        "'sits-doctor-tests/no-such-model-xyz' is not a local path, its config.json is not in the local "
+        "Hugging Face cache and it is not in the bundled model catalog; pass --model-config PATH (nothing is "
+        "downloaded)"
     ]
 
 
@@ -408,3 +409,17 @@ def test_pass_model_config_option_keeps_hf_overrides(tmp_path, monkeypatch):
              "serve.yaml": "model: some-org/not-on-disk\nmax-model-len: 32768\n"
                            "hf-overrides:\n  max_position_embeddings: 32768\n"}
     assert findings(tmp_path, monkeypatch, files, "serve.yaml", model_config="cfg") == []
+
+
+def test_pass_a_hub_model_from_the_bundled_catalog_is_checked(tmp_path, monkeypatch):
+    # Qwen/Qwen2.5-7B-Instruct: max_position_embeddings 32768 in the catalog's copy of its config.json
+    files = {"serve.yaml": "model: Qwen/Qwen2.5-7B-Instruct\nmax-model-len: 32768\n"}
+    assert findings(tmp_path, monkeypatch, files, "serve.yaml") == []
+
+
+def test_fail_a_hub_model_from_the_bundled_catalog_is_checked(tmp_path, monkeypatch):
+    files = {"serve.yaml": "model: Qwen/Qwen2.5-7B-Instruct\nmax-model-len: 65536\n"}
+    (found,) = findings(tmp_path, monkeypatch, files, "serve.yaml")
+    assert found.code == "SITS202" and found.severity.value == "error"
+    assert "model catalog: https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/blob/main/config.json" in " ".join(
+        [found.render(), *found.evidence])

@@ -1,0 +1,138 @@
+"""Will it fit, and how many requests at once: the capacity prediction of one deployment.
+
+Joins the memory arithmetic (:mod:`sits_doctor.memory`) with a framework's pool model
+(:mod:`sits_doctor.frameworks.vllm_memory`). The ``capacity`` command, SITS001/SITS007 and the
+accuracy benchmark (bench/capacity_accuracy.py) all call :func:`predict_vllm`, so what they print
+is one computation.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from sits_doctor.frameworks.vllm import MAX_MODEL_LEN as MAX_LEN_KEY  # the JSON report names it as vLLM does
+from sits_doctor.memory import GIB
+
+
+class Prediction(NamedTuple):
+    framework: str
+    kv_bytes_per_token: float | None
+    weights_bytes: float | None
+    tokens: tuple[int, int, int] | None  # low, estimate, high (KV-cache tokens per rank)
+    max_model_len: int | None
+    max_concurrency: float | None  # estimate tokens / max_model_len
+    startup_ok: bool | None  # None: cannot tell (missing facts, or the range straddles the need)
+    startup_reason: str | None
+    steps: tuple[str, ...]
+    assumptions: tuple[str, ...]
+    missing: tuple[str, ...] = ()
+
+
+def predict_vllm(dims, *, version: str, memory_bytes: float | None, gpu_name: str = "", utilization: float,
+                 tp: int = 1, pp: int = 1, kv_dtype: str | None = "auto", max_model_len: int | None = None,
+                 max_num_batched_tokens: int | None = None, chunked_prefill: bool | None = None,
+                 block_size: int | None = None, cuda_graphs: bool = True, params: int | None = None,
+                 params_note: str = "", kv_cache_memory_bytes: float | None = None,
+                 max_num_seqs: int | None = None) -> Prediction:
+    """The KV pool vLLM ``version`` would size for this model on this GPU, and whether one
+    ``max_model_len`` request fits."""
+    from sits_doctor import memory
+    from sits_doctor.frameworks import vllm_memory
+
+    from sits_doctor.versions import V
+
+    missing, steps, assumptions = [], [], []
+    hybrid_by_request = V(version) >= V(vllm_memory.HYBRID_TOKENS_BY_CONCURRENCY)
+    kv, why = memory.kv_bytes_per_token(dims, kv_dtype, tp=tp, pp=pp, sliding_per_token=not hybrid_by_request)
+    if kv is None:
+        missing.append(why)
+    else:
+        steps.append(f"KV per token: {kv.prov}")
+    weights, why = memory.weights_bytes(dims, params=params, params_note=params_note)
+    if weights is None:
+        missing.append(why)
+    else:
+        steps.append(f"weights: {weights.prov}")
+    if memory_bytes is None:
+        missing.append("the GPU's memory (pass --gpu NAME[xN] or --gpu-memory SIZE)")
+    if missing:
+        return Prediction("vllm", kv.value if kv else None, weights.value if weights else None, None, max_model_len,
+                          None, None, None, tuple(steps), tuple(assumptions), tuple(missing))
+    if max_num_batched_tokens is None:
+        max_num_batched_tokens, note = vllm_memory.batched_tokens_default(
+            version, memory_bytes, gpu_name, max_model_len, chunked_prefill)
+        assumptions.append(f"max_num_batched_tokens {max_num_batched_tokens}: {note}")
+    if max_num_seqs is None:
+        max_num_seqs, note = vllm_memory.seqs_default(version, memory_bytes, gpu_name)
+        assumptions.append(f"max_num_seqs {max_num_seqs}: {note}")
+    hidden = int(dims.hidden.value) if dims.hidden is not None else None
+    inter = int(dims.intermediate.value) if dims.intermediate is not None else None
+    p = vllm_memory.pool(version=version, memory_bytes=memory_bytes, utilization=utilization,
+                         weights_bytes=weights.value, kv_bytes_per_token=kv.value,
+                         batched_tokens=max_num_batched_tokens, hidden=hidden, intermediate=inter, tp=tp, pp=pp,
+                         block_size=block_size, cuda_graphs=cuda_graphs, kv_cache_memory_bytes=kv_cache_memory_bytes,
+                         vocab=int(dims.vocab.value) if dims.vocab is not None else None, max_num_seqs=max_num_seqs)
+    steps += list(p.steps)
+    assumptions += list(p.assumptions)
+    ok, reason = (None, None)
+    concurrency = None
+    if max_model_len:
+        ok, reason = vllm_memory.startup_check(max_model_len, p, version)
+        concurrency = p.estimate / max_model_len
+    return Prediction("vllm", kv.value, weights.value, (p.low, p.estimate, p.high), max_model_len, concurrency, ok,
+                      reason, tuple(steps), tuple(assumptions))
+
+
+def for_plan(plan, gpu=None, count: int = 1, memory_bytes: float | None = None, memory_note: str = "") -> dict:
+    """The capacity of one deployment, in the shape of ``sits-doctor capacity --format json``.
+
+    ``gpu`` is a catalog entry (sits_doctor.catalogs.gpus.GpuModel) or None; ``memory_bytes``
+    (``--gpu-memory``) wins over the catalog's figure."""
+    facts = plan.facts
+    dims = facts.model if facts is not None else None
+    serving = facts.serving if facts is not None else None
+    assumptions = []
+    if memory_bytes is None and gpu is not None:
+        mem = gpu.memory_bytes_effective()
+        memory_bytes = float(mem.value)
+        memory_note = f"{gpu.name}: {mem.basis}"
+        if mem.estimate:
+            assumptions.append(f"GPU memory {gib(memory_bytes)} is an estimate ({mem.basis}); pass --gpu-memory")
+    if memory_note:
+        assumptions.append(f"GPU memory per device: {gib(memory_bytes)} ({memory_note})")
+    out = {"path": plan.file, "framework": plan.framework, "model": plan.model.path if plan.model else None,
+           "gpu": None if gpu is None and memory_bytes is None else {
+               "name": gpu.name if gpu is not None else None, "count": count, "memory_bytes": memory_bytes},
+           "kv_bytes_per_token": None, "weights_bytes": None, "kv_cache_tokens": None,
+           MAX_LEN_KEY: None, "max_concurrency": None, "startup": {"ok": None, "reason": None},
+           "assumptions": assumptions, "steps": []}
+    if plan.framework != "vllm" or serving is None:
+        out["assumptions"].append(f"capacity is modelled for vLLM so far; {plan.framework} is not yet")
+        return out
+
+    def v(x, default=None):
+        return x.value if x is not None and x.value is not None else default
+
+    tp, pp = int(v(serving.tensor_parallel, 1)), int(v(serving.pipeline_parallel, 1))
+    if count and tp * pp > count:
+        assumptions.append(f"{tp * pp} ranks (TP {tp} × PP {pp}) on {count} GPU(s) as given: each rank is one GPU")
+    max_len = v(serving.max_model_len)
+    pred = predict_vllm(
+        dims, version=plan.target.version, memory_bytes=memory_bytes, gpu_name=gpu.name if gpu else "",
+        utilization=float(v(serving.memory_fraction, 0.9)), tp=tp, pp=pp, kv_dtype=v(serving.kv_cache_dtype, "auto"),
+        max_model_len=int(max_len) if isinstance(max_len, (int, float)) and max_len > 0 else None,
+        max_num_batched_tokens=v(serving.max_num_batched_tokens), chunked_prefill=v(serving.chunked_prefill),
+        max_num_seqs=v(serving.max_num_seqs),
+        block_size=v(serving.block_size), cuda_graphs=bool(v(serving.cuda_graphs, True)))
+    out.update({"kv_bytes_per_token": pred.kv_bytes_per_token, "weights_bytes": pred.weights_bytes,
+                MAX_LEN_KEY: pred.max_model_len, "steps": list(pred.steps)})
+    out["assumptions"] = assumptions + list(pred.assumptions) + [f"cannot compute: {m}" for m in pred.missing]
+    if pred.tokens is not None:
+        out["kv_cache_tokens"] = dict(zip(("low", "estimate", "high"), pred.tokens))
+        out["max_concurrency"] = round(pred.max_concurrency, 2) if pred.max_concurrency is not None else None
+        out["startup"] = {"ok": pred.startup_ok, "reason": pred.startup_reason}
+    return out
+
+
+def gib(n: float | None) -> str:
+    return "?" if n is None else f"{n / GIB:.2f} GiB"

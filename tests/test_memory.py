@@ -1,0 +1,151 @@
+"""KV bytes per token, parameter counts and weight bytes, against worked examples that follow from
+the frameworks' own formulas (vLLM AttentionSpec / MLAAttentionSpec page sizes) and the models'
+published sizes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sits_doctor import memory
+from sits_doctor.catalogs import models
+from sits_doctor.frameworks.transformers import model_dims
+from sits_doctor.frameworks import vllm_memory
+from sits_doctor.loaders.hf import model_facts
+from sits_doctor.source import parse_json
+
+KIB = 1024
+
+
+def dims(config: dict):
+    return model_dims(model_facts(parse_json(json.dumps(config), "config.json")))
+
+
+def catalog(hub_id: str):
+    return dims(models.lookup(hub_id).config)
+
+
+LLAMA_8B = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+            "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 131072,
+            "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+
+
+def kv(d, dtype="auto", **kw) -> float:
+    value, missing = memory.kv_bytes_per_token(d, dtype, **kw)
+    assert missing is None, missing
+    return value.value
+
+
+def test_llama_3_1_8b_is_128_kib_per_token():
+    assert kv(dims(LLAMA_8B)) == 128 * KIB  # 2 · 8 · 128 · 2 B · 32 layers
+
+
+@pytest.mark.parametrize(("dtype", "expected"), [("fp8", 64 * KIB), ("fp8_e5m2", 64 * KIB), ("float32", 256 * KIB),
+                                                 ("bfloat16", 128 * KIB)])
+def test_kv_dtype_sets_the_bytes(dtype, expected):
+    assert kv(dims(LLAMA_8B), dtype) == expected
+
+
+def test_fp32_checkpoint_with_auto_kv_is_served_in_16_bits():
+    assert kv(dims({**LLAMA_8B, "torch_dtype": "float32"})) == 128 * KIB
+
+
+@pytest.mark.parametrize(("tp", "expected"), [(1, 320), (2, 160), (8, 40), (16, 40)])
+def test_70b_kv_heads_split_by_tp_then_replicated(tp, expected):
+    d = catalog("meta-llama/Llama-3.1-70B-Instruct")  # 80 layers, 8 KV heads, head_dim 128
+    assert kv(d, tp=tp) == expected * KIB
+
+
+def test_pipeline_stages_hold_their_own_layers():
+    assert kv(dims(LLAMA_8B), pp=3) == 2 * 8 * 128 * 2 * 11  # ceil(32 / 3) layers on the largest stage
+
+
+@pytest.mark.parametrize("tp", [1, 8, 16])
+def test_deepseek_v3_mla_latent_is_not_split_by_tp(tp):
+    d = catalog("deepseek-ai/DeepSeek-V3")  # kv_lora_rank 512 + rope 64, 61 layers
+    assert kv(d, "bfloat16", tp=tp) == 576 * 2 * 61
+    assert kv(d, "fp8_ds_mla", tp=tp) == 656 * 61
+
+
+def test_sliding_window_layers_are_left_out_per_token():
+    d = catalog("openai/gpt-oss-120b")  # 36 layers alternating sliding (128) / full, 8 KV heads of 64
+    value, _ = memory.kv_bytes_per_token(d, "auto")
+    assert value.value == 2 * 8 * 64 * 2 * 18
+    assert "18 sliding-window layers (window 128)" in str(value.prov)
+    assert "bf16 assumed" in str(value.prov)  # gpt-oss states no torch_dtype
+
+
+def test_unknown_kv_dtype_is_missing_not_guessed():
+    value, missing = memory.kv_bytes_per_token(dims(LLAMA_8B), "turboquant_3bit")
+    assert value is None and "turboquant_3bit" in missing
+
+
+@pytest.mark.parametrize(("hub_id", "published"), [
+    ("meta-llama/Llama-2-7b-hf", 6.738e9), ("meta-llama/Llama-2-70b-hf", 68.977e9),
+    ("mistralai/Mixtral-8x7B-v0.1", 46.7e9), ("mistralai/Mixtral-8x22B-v0.1", 140.6e9),
+    ("deepseek-ai/DeepSeek-V3", 671e9), ("openai/gpt-oss-120b", 116.8e9), ("Qwen/Qwen3-235B-A22B", 235e9),
+])
+def test_parameter_count_from_the_shape_matches_the_published_size(hub_id, published):
+    d = catalog(hub_id)
+    assert d.params is not None
+    assert abs(d.params.value / published - 1) < 0.01
+
+
+def test_quantized_weights_keep_embeddings_in_16_bits():
+    d = dims({**LLAMA_8B, "quantization_config": {"quant_method": "awq", "bits": 4}})
+    value, _ = memory.weights_bytes(d)
+    embed = 2 * 128256 * 4096
+    rest = d.params.value - embed
+    assert value.value == pytest.approx(embed * 2 + rest * (0.5 + 4 / 128))
+
+
+def test_mxfp4_quantizes_only_the_experts():
+    d = catalog("openai/gpt-oss-120b")
+    value, _ = memory.weights_bytes(d)
+    experts = d.param_parts.value["experts"]
+    assert value.value == pytest.approx(experts * (0.5 + 1 / 32) + (d.params.value - experts) * 2)
+    assert 55 < value.value / memory.GIB < 70  # vLLM logs 64.4–66.0 GiB for it (tests/data/capacity)
+
+
+def test_pool_arithmetic_and_block_rounding():
+    p = vllm_memory.pool(version="0.10.0", memory_bytes=80 * memory.GIB, utilization=0.9,
+                         weights_bytes=16 * memory.GIB, kv_bytes_per_token=128 * KIB, batched_tokens=0,
+                         hidden=4096, intermediate=14336, block_size=16)
+    # 72 GiB budget − 16 GiB weights − non-torch (its middle estimate) − no activation, no graphs (< 0.20)
+    non_torch = vllm_memory.NON_TORCH_GIB[1][1]
+    assert p.estimate == int((72 - 16 - non_torch) * memory.GIB / (128 * KIB * 16)) * 16
+    assert p.low < p.estimate < p.high
+    assert p.estimate % 16 == 0
+
+
+def test_cuda_graph_memory_counts_from_0_20():
+    args = dict(memory_bytes=80 * memory.GIB, utilization=0.9, weights_bytes=16 * memory.GIB,
+                kv_bytes_per_token=128 * KIB, batched_tokens=2048, hidden=4096, intermediate=14336)
+    before, after = vllm_memory.pool(version="0.19.1", **args), vllm_memory.pool(version="0.20.0", **args)
+    assert after.estimate < before.estimate
+    eager = vllm_memory.pool(version="0.20.0", cuda_graphs=False, **args)
+    assert eager.estimate == before.estimate
+
+
+def test_startup_check_prints_vllms_message_when_one_request_cannot_fit():
+    p = vllm_memory.Pool(1000, 2000, 3000, 128 * KIB, 72 * memory.GIB, 16 * memory.GIB, (), ())
+    ok, message = vllm_memory.startup_check(131072, p, "0.33.0")
+    assert ok is False
+    assert "max seq len (131072)" in message and "estimated maximum model length is 2000" in message
+    assert vllm_memory.startup_check(2500, p, "0.33.0") == (None, None)  # the range straddles it
+    assert vllm_memory.startup_check(500, p, "0.33.0") == (True, None)
+
+
+def test_batched_tokens_default_by_gpu_tier():
+    h100 = 79.2 * memory.GIB
+    assert vllm_memory.batched_tokens_default("0.10.0", h100, "H100-SXM-80GB", 8192, None)[0] == 8192
+    assert vllm_memory.batched_tokens_default("0.10.0", h100, "A100-SXM-80GB", 8192, None)[0] == 2048
+    assert vllm_memory.batched_tokens_default("0.6.3", 24 * memory.GIB, "RTX-3090", 20000, None)[0] == 20000
+
+
+def test_weights_that_exceed_the_budget_are_named_as_the_cause():
+    p = vllm_memory.Pool(0, 0, 0, 320 * KIB, 71 * memory.GIB, 131 * memory.GIB, (), ())
+    ok, message = vllm_memory.startup_check(131072, p, "0.11.0")
+    assert ok is False and message.startswith("the weights alone (131.00 GiB per rank) exceed")
