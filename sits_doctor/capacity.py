@@ -83,47 +83,28 @@ def predict_vllm(dims, *, version: str, memory_bytes: float | None, gpu_name: st
                       reason, tuple(steps), tuple(assumptions))
 
 
-def for_plan(plan, gpu=None, count: int = 1, memory_bytes: float | None = None, memory_note: str = "") -> dict:
-    """The capacity of one deployment, in the shape of ``sits-doctor capacity --format json``.
-
-    ``gpu`` is a catalog entry (sits_doctor.catalogs.gpus.GpuModel) or None; ``memory_bytes``
-    (``--gpu-memory``) wins over the catalog's figure."""
+def for_plan(plan) -> dict:
+    """The capacity of one deployment, in the shape of ``sits-doctor capacity --format json``,
+    from its effective facts (the model, how it is served, and the GPU of ``--gpu``/``--gpu-memory``)."""
     facts = plan.facts
-    dims = facts.model if facts is not None else None
-    serving = facts.serving if facts is not None else None
+    gpu = facts.gpu if facts is not None else None
     assumptions = []
-    if memory_bytes is None and gpu is not None:
-        mem = gpu.memory_bytes_effective()
-        memory_bytes = float(mem.value)
-        memory_note = f"{gpu.name}: {mem.basis}"
-        if mem.estimate:
-            assumptions.append(f"GPU memory {gib(memory_bytes)} is an estimate ({mem.basis}); pass --gpu-memory")
-    if memory_note:
-        assumptions.append(f"GPU memory per device: {gib(memory_bytes)} ({memory_note})")
+    memory_bytes = gpu.memory_gib * GIB if gpu is not None and gpu.memory_gib else None
+    if gpu is not None:
+        if gpu.note:
+            assumptions.append(gpu.note)
+        if gpu.estimate:
+            assumptions.append(f"GPU memory {gib(memory_bytes)} is an estimate ({gpu.source}); pass --gpu-memory")
+        assumptions.append(f"GPU memory per device: {gib(memory_bytes)} ({gpu.source})")
     out = {"path": plan.file, "framework": plan.framework, "model": plan.model.path if plan.model else None,
-           "gpu": None if gpu is None and memory_bytes is None else {
-               "name": gpu.name if gpu is not None else None, "count": count, "memory_bytes": memory_bytes},
+           "gpu": None if gpu is None else {"name": gpu.name, "count": gpu.count, "memory_bytes": memory_bytes},
            "kv_bytes_per_token": None, "weights_bytes": None, "kv_cache_tokens": None,
            MAX_LEN_KEY: None, "max_concurrency": None, "startup": {"ok": None, "reason": None},
            "assumptions": assumptions, "steps": []}
-    if plan.framework != "vllm" or serving is None:
+    pred = predict_plan(plan)
+    if pred is None:
         out["assumptions"].append(f"capacity is modelled for vLLM so far; {plan.framework} is not yet")
         return out
-
-    def v(x, default=None):
-        return x.value if x is not None and x.value is not None else default
-
-    tp, pp = int(v(serving.tensor_parallel, 1)), int(v(serving.pipeline_parallel, 1))
-    if count and tp * pp > count:
-        assumptions.append(f"{tp * pp} ranks (TP {tp} × PP {pp}) on {count} GPU(s) as given: each rank is one GPU")
-    max_len = v(serving.max_model_len)
-    pred = predict_vllm(
-        dims, version=plan.target.version, memory_bytes=memory_bytes, gpu_name=gpu.name if gpu else "",
-        utilization=float(v(serving.memory_fraction, 0.9)), tp=tp, pp=pp, kv_dtype=v(serving.kv_cache_dtype, "auto"),
-        max_model_len=int(max_len) if isinstance(max_len, (int, float)) and max_len > 0 else None,
-        max_num_batched_tokens=v(serving.max_num_batched_tokens), chunked_prefill=v(serving.chunked_prefill),
-        max_num_seqs=v(serving.max_num_seqs),
-        block_size=v(serving.block_size), cuda_graphs=bool(v(serving.cuda_graphs, True)))
     out.update({"kv_bytes_per_token": pred.kv_bytes_per_token, "weights_bytes": pred.weights_bytes,
                 MAX_LEN_KEY: pred.max_model_len, "steps": list(pred.steps)})
     out["assumptions"] = assumptions + list(pred.assumptions) + [f"cannot compute: {m}" for m in pred.missing]
@@ -132,6 +113,35 @@ def for_plan(plan, gpu=None, count: int = 1, memory_bytes: float | None = None, 
         out["max_concurrency"] = round(pred.max_concurrency, 2) if pred.max_concurrency is not None else None
         out["startup"] = {"ok": pred.startup_ok, "reason": pred.startup_reason}
     return out
+
+
+def predict_plan(plan) -> Prediction | None:
+    """:func:`predict_vllm` on a vLLM plan's effective facts; None for other frameworks."""
+    facts = plan.facts
+    serving = facts.serving if facts is not None else None
+    if plan.framework != "vllm" or serving is None:
+        return None
+    gpu = facts.gpu
+
+    def v(x, default=None):
+        return x.value if x is not None and x.value is not None else default
+
+    max_len = v(serving.max_model_len)
+    pred = predict_vllm(
+        facts.model, version=plan.target.version,
+        memory_bytes=gpu.memory_gib * GIB if gpu is not None and gpu.memory_gib else None,
+        gpu_name=gpu.name if gpu is not None else "", utilization=float(v(serving.memory_fraction, 0.9)),
+        tp=int(v(serving.tensor_parallel, 1)), pp=int(v(serving.pipeline_parallel, 1)),
+        kv_dtype=v(serving.kv_cache_dtype, "auto"),
+        max_model_len=int(max_len) if isinstance(max_len, (int, float)) and max_len > 0 else None,
+        max_num_batched_tokens=v(serving.max_num_batched_tokens), chunked_prefill=v(serving.chunked_prefill),
+        max_num_seqs=v(serving.max_num_seqs), block_size=v(serving.block_size),
+        cuda_graphs=bool(v(serving.cuda_graphs, True)))
+    ranks = int(v(serving.tensor_parallel, 1)) * int(v(serving.pipeline_parallel, 1))
+    if gpu is not None and gpu.count and ranks > gpu.count:
+        pred = pred._replace(assumptions=pred.assumptions + (
+            f"{ranks} ranks on {gpu.count} GPU(s) as given: each rank is taken to have a GPU of its own",))
+    return pred
 
 
 def gib(n: float | None) -> str:

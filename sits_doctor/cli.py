@@ -129,6 +129,16 @@ class _Formatter(argparse.HelpFormatter):
         super().__init__(prog, **kwargs)
 
 
+def _memory_size(text: str) -> float:
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GiB|GB|MiB|MB|TiB)\s*", text, re.IGNORECASE)
+    if not m:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a size such as 79.19GiB or 81920MiB")
+    unit = {"gib": 2**30, "gb": 1e9, "mib": 2**20, "mb": 1e6, "tib": 2**40}[m.group(2).lower()]
+    return float(m.group(1)) * unit
+
+
 def _parser(name: str, description: str, usage: str) -> argparse.ArgumentParser:
     # exact long option names only: an abbreviation that works today breaks when an option is added
     return _Parser(prog=f"{PROG} {name}", usage=f"{PROG} {name} {usage}", description=description,
@@ -164,7 +174,9 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=_file_to_write, metavar="FILE", help="Write the report here.")
     _add_selection(p)
     _add_common(p, "Lowest severity that fails (default: warning).")
-    p.add_argument("--gpu", type=_gpu, metavar="NAME[xN]", help="The GPU the deployment runs on, e.g. H100-80GBx2 (for rules that size memory; none yet).")
+    p.add_argument("--gpu", type=_gpu, metavar="NAME[xN]", help="The GPU the deployment runs on, e.g. H100, A100-40GBx2 (rules that size memory need it).")
+    p.add_argument("--gpu-memory", type=_memory_size, metavar="SIZE",
+                   help="Total memory per GPU as the framework sees it, e.g. 79.19GiB (wins over the catalog).")
     _add_sources(p)
     p.add_argument("--statistics", action="store_true", help="Count findings per rule.")
     p.add_argument("--baseline", type=_file_to_write, metavar="FILE", help="Leave out the findings recorded in this baseline file (see docs/ci.md).")
@@ -181,7 +193,7 @@ def _check(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.reporters import render
     from sits_doctor.reporters.text import diagnostics
 
-    options = _options(a, gpu=a.gpu, baseline=a.baseline, write_baseline=a.write_baseline)
+    options = _options(a, gpu=a.gpu, gpu_memory=a.gpu_memory, baseline=a.baseline, write_baseline=a.write_baseline)
     try:
         report = run_check(list(a.paths), options)
         color = a.fmt == "text" and a.output is None and _color_wanted()
@@ -280,16 +292,6 @@ def _fix(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- capacity
 
 
-def _memory_size(text: str) -> float:
-    import re
-
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GiB|GB|MiB|MB|TiB)\s*", text, re.IGNORECASE)
-    if not m:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a size such as 79.19GiB or 81920MiB")
-    unit = {"gib": 2**30, "gb": 1e9, "mib": 2**20, "mb": 1e6, "tib": 2**40}[m.group(2).lower()]
-    return float(m.group(1)) * unit
-
-
 def _capacity_parser() -> argparse.ArgumentParser:
     p = _parser("capacity", "Will it fit, and how many requests at once: KV bytes per token, weights, the KV pool "
                             "and the startup check, from the configs alone.", "[OPTIONS] PATH...")
@@ -313,26 +315,15 @@ def _capacity(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.engine import CheckOptions, check
     from sits_doctor.reporters.capacity_text import render
 
-    gpu, count, note = None, 1, None
-    if a.gpu:
-        from sits_doctor.catalogs import gpus
-
-        try:
-            match = gpus.lookup(a.gpu)
-        except ValueError as exc:
-            parser.error(f"argument --gpu: {exc}")
-        gpu, count, note = match.gpu, match.count, match.note
     try:
-        report = check(list(a.paths), CheckOptions(ignore=["SITS"], targets=list(a.targets), model_config=a.model_config,
-                                                   config=a.config_file, isolated=a.isolated, debug=a.debug))
-        rows = [for_plan(plan, gpu, count, a.gpu_memory, "--gpu-memory" if a.gpu_memory else "")
-                for plan in report.deployments if plan.framework != "hf"]
-        if note:
-            for row in rows:
-                row["assumptions"].insert(0, note)
+        report = check(list(a.paths), CheckOptions(
+            ignore=["SITS"], targets=list(a.targets), model_config=a.model_config, gpu=a.gpu, gpu_memory=a.gpu_memory,
+            config=a.config_file, isolated=a.isolated, debug=a.debug))
+        rows = [for_plan(plan) for plan in report.deployments if plan.framework != "hf"]
     except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
         return _internal_error(exc, a.debug)
-    _out(json.dumps({"deployments": rows}, indent=2) if a.fmt == "json" else render(rows))
+    if rows or not report.errors:
+        _out(json.dumps({"deployments": rows}, indent=2) if a.fmt == "json" else render(rows))
     for e in report.errors:
         _err(str(e))
     if report.errors:

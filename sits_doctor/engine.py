@@ -24,7 +24,8 @@ class CheckOptions(NamedTuple):
       warning).
     - ``targets``: ``["vllm==0.11.0", ...]``, the versions to judge against (one per framework).
     - ``model_config``: the served model's config.json (or its folder).
-    - ``gpu``: ``NAME`` or ``NAMExN`` (no rule uses it yet).
+    - ``gpu``: ``NAME`` or ``NAMExN`` from the GPU catalog (``H100``, ``A100-40GBx2``);
+      ``gpu_memory``: total bytes per GPU as the framework sees it (wins over the catalog).
     - ``config``: a settings file to use instead of discovery; ``isolated``: use none.
     - ``debug``: keep tracebacks of internal errors.
     - ``texts``: resolved path -> text to check instead of the file on disk (the fixer's rounds).
@@ -39,6 +40,7 @@ class CheckOptions(NamedTuple):
     targets: Sequence[str] = ()
     model_config: str | None = None
     gpu: str | None = None
+    gpu_memory: float | None = None  # bytes per GPU
     config: str | None = None  # explicit settings file
     isolated: bool = False  # ignore settings files
     debug: bool = False
@@ -184,6 +186,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
             if note:
                 report.notices.append(Notice("<arguments>", f"--target {spec}: {note}"))
         base_settings = _base_settings(paths, opts)
+        gpu = gpu_spec(opts)
     except (InputError, ValueError) as err:
         report.errors.append(err if isinstance(err, InputError) else InputError("<arguments>", str(err)))
         return report
@@ -198,6 +201,8 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
 
     resolvers: dict[str, ModelResolver] = {}
     selections: dict[str, _Selection] = {}
+    gpus_by_name: dict[str, object] = {}  # settings files' gpu = "..." resolved once each
+    no_gpu: dict[str, list[str]] = {}  # rule code -> deployments it could not judge without a GPU
 
     def codes_for(file: str) -> set[str]:
         try:
@@ -216,7 +221,15 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
         model_config = opts.model_config or _relative_to(settings.model_config_path, settings.root)
         resolver = resolvers.setdefault(model_config or "", ModelResolver(model_config))
         plan = _prepare(plan, {**selection.targets, **requested}, resolver, report)
-        plan.facts = effective(plan)
+        plan_gpu = gpu
+        if plan_gpu is None and settings.gpu:
+            try:
+                plan_gpu = gpus_by_name.setdefault(settings.gpu, gpu_spec(CheckOptions(gpu=settings.gpu)))
+            except InputError as err:
+                err = InputError(settings.source or plan.file, f"gpu: {err.message.removeprefix('--gpu ')}")
+                if err not in report.errors:
+                    report.errors.append(err)
+        plan.facts = effective(plan, plan_gpu)
         report.errors += [e for e in _invalid_model(plan) if e not in report.errors]
         report.deployments.append(plan)
         report.plans.append(
@@ -234,6 +247,9 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
                 continue
             try:
                 missing = [n for n in rule.needs if n in plan.facts.missing]
+                if "gpu" in missing:  # one notice for the run, not one info per deployment
+                    no_gpu.setdefault(rule.code, []).append(plan.label)
+                    continue
                 if missing:
                     report.findings.extend(_cannot_check(module, plan, ctx, missing))
                     continue
@@ -243,6 +259,10 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
 
                 detail = traceback.format_exc() if opts.debug else repr(exc)
                 report.internal_errors.append(f"{rule.code} crashed on {plan.label}: {detail}")
+    for code, labels in sorted(no_gpu.items()):
+        report.notices.append(Notice("<arguments>", (
+            f"{code} did not check {len(labels)} deployment(s): no GPU is known; pass --gpu NAME[xN] "
+            "(e.g. --gpu H100x2) or set gpu = \"NAME\" in .sits-doctor.toml")))
     unique = {(f.sort_key(), f.plan): f for f in report.findings}  # shared YAML anchors repeat
     report.findings = sorted(unique.values(), key=Finding.sort_key)
     for resolver in resolvers.values():
@@ -339,7 +359,29 @@ def _cannot_check(module, plan: Plan, ctx: Context, missing: list[str]) -> list[
     return [module.RULE.finding(plan, at, f"cannot check {what} against {against}: {why}", severity=Severity.INFO)]
 
 
-def effective(plan: Plan) -> Facts:
+def gpu_spec(opts: CheckOptions):
+    """The GPU of ``--gpu`` / ``--gpu-memory`` (sits_doctor.facts.GpuSpec), or None."""
+    if not opts.gpu and opts.gpu_memory is None:
+        return None
+    from sits_doctor.facts import GpuSpec
+    from sits_doctor.memory import GIB
+
+    name, count, note, memory, source, estimate = "GPU", 1, "", opts.gpu_memory, "--gpu-memory", False
+    if opts.gpu:
+        from sits_doctor.catalogs import gpus
+
+        try:
+            match = gpus.lookup(opts.gpu)
+        except ValueError as exc:
+            raise InputError("<arguments>", f"--gpu {exc}") from None
+        name, count, note = match.gpu.name, match.count, match.note or ""
+        if memory is None:
+            mem = match.gpu.memory_bytes_effective()
+            memory, source, estimate = float(mem.value), f"{match.gpu.name}: {mem.basis}", mem.estimate
+    return GpuSpec(name=name, count=count, memory_gib=memory / GIB, source=source, note=note, estimate=estimate)
+
+
+def effective(plan: Plan, gpu=None) -> Facts:
     """The plan's effective facts at its target version (stage 2 of build → effective → rules)."""
     from sits_doctor.frameworks import ortgenai, transformers, trtllm, vllm
 
@@ -349,8 +391,9 @@ def effective(plan: Plan) -> Facts:
         missing["model"] = plan.model_note or "the served model's config.json was not found"
     builder = {"vllm": vllm.effective, "trtllm": trtllm.effective, "ortgenai": ortgenai.effective}.get(plan.framework)
     serving = builder(plan, plan.target, dims) if builder is not None else None
-    missing["gpu"] = "no GPU is known (pass --gpu NAME[xN])"
-    return Facts(model=dims, serving=serving, gpu=None, missing=missing)
+    if gpu is None:
+        missing["gpu"] = "no GPU is known (pass --gpu NAME[xN])"
+    return Facts(model=dims, serving=serving, gpu=gpu, missing=missing)
 
 
 def _invalid_model(plan: Plan) -> list[InputError]:

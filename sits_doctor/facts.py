@@ -99,12 +99,14 @@ class Serving(NamedTuple):
 
 
 class GpuSpec(NamedTuple):
-    """The GPU a deployment runs on (from the coming catalog; unknown is ``None``)."""
+    """The GPU a deployment runs on (sits_doctor/catalogs/gpus.json, or ``--gpu-memory``)."""
 
     name: str
     count: int = 1
-    memory_gib: float | None = None
-    source: str = ""
+    memory_gib: float | None = None  # total per GPU, as the framework sees it
+    source: str = ""  # where the memory figure comes from
+    note: str = ""  # which catalog entry an ambiguous name was taken as
+    estimate: bool = False  # the memory figure is estimated from the marketed size
 
 
 class Facts(NamedTuple):

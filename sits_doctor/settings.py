@@ -3,7 +3,8 @@
 Like ruff, the closest config file above each checked file wins (no merging); command-line
 options override it. Keys (kebab-case): ``select``, ``extend-select``, ``ignore``, ``fail-on``,
 ``target`` (list of ``NAME==VERSION``), ``per-file-ignores`` (glob → codes, globs relative to the
-config file's folder), ``model-config``.
+config file's folder), ``model-config``, ``gpu`` (``NAME[xN]`` from the GPU catalog: the GPU the
+deployments under this folder run on).
 """
 
 import fnmatch
@@ -31,6 +32,7 @@ class ProjectSettings(NamedTuple):
     target: Sequence[str] = ()
     per_file_ignores: Mapping[str, Sequence[str]] = MappingProxyType({})
     model_config_path: str | None = None
+    gpu: str | None = None
     root: Path | None = None  # folder of the config file
     source: str | None = None  # the config file itself
 
@@ -133,6 +135,7 @@ def _schema():
         target: list[str] = Field(default_factory=list)
         per_file_ignores: dict[str, list[str]] = Field(default_factory=dict)
         model_config_path: str | None = Field(default=None, alias="model-config")
+        gpu: str | None = None
 
     return SettingsFile
 

@@ -84,7 +84,7 @@ def _play(body: str, cwd: Path) -> str:
     return "\n".join(out)
 
 
-@pytest.mark.parametrize("marker", ["fix-sample", "apply-sample", "input-errors"])
+@pytest.mark.parametrize("marker", ["fix-sample", "apply-sample", "input-errors", "capacity-sample"])
 def test_fix_samples_are_what_the_commands_print(marker, hermetic, tmp_path, update_snapshots):
     """The README's fix transcripts are real output, run on a copy of fixtures/."""
     import shutil

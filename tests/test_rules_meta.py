@@ -47,8 +47,9 @@ def test_docs_have_every_section(module):
     assert re.search(r"(@|§)", sections["Sources"]), "Sources must cite a file@version or a research section"
 
 
-def _materialize(example: str, root: Path, part: str) -> list[str]:
-    """Write the example's blocks for ``part`` ("bad" or "good"); return its --target specs."""
+def _materialize(example: str, root: Path, part: str, gpus: list[str] | None = None) -> list[str]:
+    """Write the example's blocks for ``part`` ("bad" or "good"); return its --target specs (and
+    add its ``gpu=`` to ``gpus``)."""
     bad_text, _, good_text = example.partition("Use instead:")
     targets: list[str] = []
     for text, which in ((bad_text, "bad"), (good_text, "good")):
@@ -63,6 +64,8 @@ def _materialize(example: str, root: Path, part: str) -> list[str]:
             path.write_text(body, encoding="utf-8")
             if which == part and "target" in attrs:
                 targets.append(attrs["target"])
+            if which == part and "gpu" in attrs and gpus is not None:
+                gpus.append(attrs["gpu"])
     return targets
 
 
@@ -73,9 +76,10 @@ def test_examples_bad_fires_good_does_not(module, tmp_path, monkeypatch):
     for part in ("bad", "good"):
         root = tmp_path / part
         root.mkdir()
-        targets = _materialize(example, root, part)
+        gpus: list[str] = []
+        targets = _materialize(example, root, part, gpus)
         monkeypatch.chdir(root)
-        report = check(["."], CheckOptions(targets=targets, isolated=True, select=[code]))
+        report = check(["."], CheckOptions(targets=targets, isolated=True, select=[code], gpu=gpus[0] if gpus else None))
         assert not report.errors, [str(e) for e in report.errors]
         fired = [f for f in report.findings if f.code == code and f.severity.value != "info"]
         if part == "bad":

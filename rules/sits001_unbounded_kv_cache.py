@@ -1,0 +1,128 @@
+"""unbounded-kv-cache (SITS001)
+
+## What it does
+Predicts, from the configs alone, whether vLLM can hold one request of `max_model_len` tokens in
+the KV cache it will size on the given GPU — the check vLLM itself runs only after the weights
+are loaded, minutes into the start. It reports:
+- **error**: one max-length request does not fit (vLLM refuses to start, with the message it
+  would print), or the weights alone exceed `gpu_memory_utilization`'s budget;
+- **warning**: `max_model_len` is left to the model's full context and fewer than two
+  max-length requests fit at once;
+- **info**: the predicted range straddles the need (it may or may not start), or the GPU or the
+  model is unknown (pass `--gpu`, or set `gpu = "H100"` in `.sits-doctor.toml`).
+
+## Why it hurts
+A long-context model served without `--max-model-len` asks for its full context: Llama-3.1-8B's
+131 072 tokens take 16 GiB of KV cache, more than an A10G has left after the weights. vLLM stops
+with "To serve at least one request with the model's max seq len (131072) ... KV cache is needed"
+— in a crash loop, after every restart has loaded the weights again.
+
+## Example
+```yaml file=serve.yaml target=vllm==0.11.0 gpu=A10G
+model: meta-llama/Llama-3.1-8B-Instruct
+gpu-memory-utilization: 0.9
+```
+Use instead:
+```yaml file=serve.yaml target=vllm==0.11.0 gpu=A10G
+model: meta-llama/Llama-3.1-8B-Instruct
+gpu-memory-utilization: 0.9
+max-model-len: 16384
+```
+
+## Fix
+`sits-doctor fix --unsafe-fixes` sets `max_model_len` to the largest length that fits the low
+end of the predicted pool, in whole KV blocks (unsafe: longer prompts are then refused). When
+the weights do not fit, the fix is shown, not applied: more GPUs (tensor/pipeline parallelism)
+or a quantized checkpoint.
+
+## How it is measured
+`sits-doctor capacity` shows the arithmetic: KV bytes per token per rank from the model config
+(GQA, TP replication, MLA, sliding-window layers), weights from the parameter count and the
+quantization, and vLLM's pool for the target version (budget = total × gpu_memory_utilization,
+minus weights, profiling activations and sampler, non-torch memory and, from vLLM 0.20, CUDA
+graphs) as a low / estimate / high range. Accuracy against real vLLM startup logs is recorded in
+bench/results/capacity-accuracy.md in the sits-doctor repository.
+
+## Sources
+- vLLM `vllm/v1/worker/gpu_worker.py@v0.10.0` `determine_available_memory` (the same budget
+  through `@v0.33.0`) and V0 `vllm/worker/worker.py@v0.6.3` `determine_num_available_blocks`:
+  the budget and what is subtracted.
+- vLLM `vllm/v1/core/kv_cache_utils.py@v0.10.0` `check_enough_kv_cache_memory`
+  (`vllm/v1/core/kv_cache_planning.py@v0.33.0`): the startup check and its message;
+  `vllm/v1/kv_cache_interface.py@v0.8.5` `AttentionSpec.page_size_bytes` / `MLAAttentionSpec`.
+- vLLM `vllm/envs.py@v0.20.0` `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` (default 1 from then on).
+- https://docs.vllm.ai/en/latest/configuration/conserving_memory.html (max_model_len and
+  gpu_memory_utilization as the levers).
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from sits_doctor.finding import Finding, Safety, Severity
+from sits_doctor.fixes import config as edit
+from sits_doctor.fixes.config_insert import add_option
+from sits_doctor.frameworks import vllm as fw
+from sits_doctor.plan import Plan
+from sits_doctor.rule import Rule
+
+RULE = Rule(
+    code="SITS001",
+    name="unbounded-kv-cache",
+    summary="one max_model_len request cannot fit the KV cache vLLM will size on this GPU (or barely does)",
+    severity=Severity.ERROR,
+    frameworks=("vllm",),
+    needs=("model", "gpu"),
+)
+
+LOW_CONCURRENCY = 2  # fewer max-length requests than this at once, with max_model_len unset: warn
+
+
+def check(plan: Plan, ctx) -> Iterator[Finding]:
+    from sits_doctor.capacity import predict_plan
+
+    pred = predict_plan(plan)
+    if pred is None or pred.tokens is None or not pred.max_model_len:
+        if pred is not None and pred.missing:
+            yield RULE.finding(plan, plan.anchor, f"cannot size the KV cache: {'; '.join(pred.missing)}",
+                               severity=Severity.INFO)
+        return
+    serving = plan.facts.serving
+    length = serving.max_model_len
+    written = length is not None and length.is_set
+    at = length.setting if written else None
+    low, estimate, high = pred.tokens
+    gpu = plan.facts.gpu
+    where = f"{gpu.name} ({gpu.memory_gib:.2f} GiB)"
+    evidence = [*pred.steps, *pred.assumptions, f"target: {ctx.target}"]
+    how = "as set" if written else "derived from the model: max_model_len is not set"
+    if pred.startup_ok is False:
+        fixes = []
+        if low >= serving.block_size.value if serving.block_size is not None else low > 0:
+            title = f"set max_model_len to {low} (the most that fits the low estimate)"
+            fixes.append(edit.replace_value(at, low, title, Safety.UNSAFE) if written
+                         else add_option(plan, fw.MAX_MODEL_LEN, low, title, Safety.UNSAFE))
+        yield RULE.finding(
+            plan, at,
+            f"max_model_len {pred.max_model_len} ({how}) cannot fit on {where}: {ctx.target.name} refuses to start — "
+            f"{pred.startup_reason}",
+            evidence=evidence, fixes=fixes,
+            fix_hint=(f"set max_model_len ≤ {low}" if low > 0 else
+                      "use more GPUs (tensor/pipeline parallelism) or a quantized checkpoint"),
+        )
+    elif pred.startup_ok is None:
+        yield RULE.finding(
+            plan, at,
+            f"max_model_len {pred.max_model_len} ({how}) may not fit on {where}: the predicted KV pool is "
+            f"{low}–{high} tokens (estimate {estimate}); {ctx.target.name} refuses to start below {pred.max_model_len}",
+            evidence=evidence, severity=Severity.INFO,
+            fix_hint=f"set max_model_len ≤ {low} to be sure, or check `sits-doctor capacity` with --gpu-memory",
+        )
+    elif not written and estimate < LOW_CONCURRENCY * pred.max_model_len:
+        yield RULE.finding(
+            plan, at,
+            f"max_model_len is not set, so it is the model's {pred.max_model_len}: {where} holds about "
+            f"{estimate / pred.max_model_len:.1f} requests of that length at once ({estimate} KV tokens)",
+            evidence=evidence, severity=Severity.WARNING,
+            fix_hint="set max_model_len to the longest request you serve (the workload's p99)",
+        )

@@ -1,0 +1,85 @@
+"""SITS001 unbounded-kv-cache: edge cases beside the fixtures (fixtures/vllm/gpu-a10g/,
+fixtures/k8s/gpu-h100/) and the docstring example."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import write
+from sits_doctor import CheckOptions, check
+
+LLAMA = "model: meta-llama/Llama-3.1-8B-Instruct\ngpu-memory-utilization: 0.9\n"
+
+
+def run(tmp_path, monkeypatch, text: str, gpu: str | None = "A10G", target: str = "vllm==0.11.0", **more):
+    write(tmp_path, "serve.yaml", text)
+    monkeypatch.chdir(tmp_path)
+    return check(["serve.yaml"], CheckOptions(targets=[target], isolated=True, select=["SITS001"], gpu=gpu, **more))
+
+
+def test_fail_full_context_on_a_24gb_gpu_names_vllms_message_and_the_bound(tmp_path, monkeypatch):
+    (f,) = run(tmp_path, monkeypatch, LLAMA).findings
+    assert f.severity.value == "error"
+    assert "max_model_len 131072 (derived from the model: max_model_len is not set) cannot fit on A10G" in f.message
+    assert "16.00 GiB KV cache is needed" in f.message
+    assert "the models's max seq len (131072)" in f.message  # vLLM 0.11's own typo, as it prints it
+    (fix,) = f.fixes
+    assert fix.safety.value == "unsafe" and fix.title.startswith("set max_model_len to ")
+
+
+def test_message_spelling_follows_the_version(tmp_path, monkeypatch):
+    (f,) = run(tmp_path, monkeypatch, LLAMA, target="vllm==0.22.0").findings
+    assert "the model's max seq len (131072)" in f.message
+
+
+def test_pass_bounded_length_fits(tmp_path, monkeypatch):
+    assert run(tmp_path, monkeypatch, LLAMA + "max-model-len: 16384\n").findings == []
+
+
+def test_fail_a_written_length_that_cannot_fit_is_replaced(tmp_path, monkeypatch):
+    (f,) = run(tmp_path, monkeypatch, LLAMA + "max-model-len: 100000\n").findings
+    assert "max_model_len 100000 (as set)" in f.message
+    assert f.location.line == 3
+
+
+def test_warn_full_context_with_room_for_only_one_request(tmp_path, monkeypatch):
+    # L40S (48 GB): a 131072-token request fits, two do not
+    (f,) = run(tmp_path, monkeypatch, LLAMA, gpu="L40S").findings
+    assert f.severity.value == "warning"
+    assert "holds about 1." in f.message
+
+
+def test_pass_full_context_on_an_h100(tmp_path, monkeypatch):
+    assert run(tmp_path, monkeypatch, LLAMA, gpu="H100").findings == []
+
+
+def test_gpu_memory_wins_over_the_catalog(tmp_path, monkeypatch):
+    (f,) = run(tmp_path, monkeypatch, LLAMA, gpu="H100", gpu_memory=24 * 2**30).findings
+    assert f.severity.value == "error"
+
+
+def test_without_a_gpu_one_note_for_the_run_and_no_finding(tmp_path, monkeypatch):
+    report = run(tmp_path, monkeypatch, LLAMA, gpu=None)
+    assert report.findings == []
+    assert [str(n) for n in report.notices if "SITS001" in str(n)] == [
+        '<arguments>: note: SITS001 did not check 1 deployment(s): no GPU is known; pass --gpu NAME[xN] '
+        '(e.g. --gpu H100x2) or set gpu = "NAME" in .sits-doctor.toml']
+
+
+def test_unknown_gpu_is_an_argument_error(tmp_path, monkeypatch):
+    report = run(tmp_path, monkeypatch, LLAMA, gpu="H900")
+    assert [str(e) for e in report.errors] == ["<arguments>: error: --gpu unknown GPU 'H900'; did you mean 'NVIDIA H200'?"]
+
+
+def test_gpu_from_the_settings_file(tmp_path, monkeypatch):
+    write(tmp_path, ".sits-doctor.toml", 'gpu = "A10G"\ntarget = ["vllm==0.11.0"]\n')
+    write(tmp_path, "serve.yaml", LLAMA)
+    monkeypatch.chdir(tmp_path)
+    (f,) = check(["serve.yaml"], CheckOptions(select=["SITS001"])).findings
+    assert f.code == "SITS001" and "A10G" in f.message
+
+
+@pytest.mark.parametrize("text", ["gpu-memory-utilization: 0.9\n", "model: org/unknown-model\ngpu-memory-utilization: 0.9\n"])
+def test_unknown_model_with_a_gpu_is_info(tmp_path, monkeypatch, text):
+    (f,) = run(tmp_path, monkeypatch, text).findings
+    assert f.severity.value == "info" and "cannot check" in f.message
