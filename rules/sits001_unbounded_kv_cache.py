@@ -94,7 +94,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     low, estimate, high = pred.tokens
     gpu = plan.facts.gpu
     where = f"{gpu.name} ({gpu.memory_gib:.2f} GiB)"
-    evidence = [*pred.steps, *pred.assumptions, f"target: {ctx.target}"]
+    evidence = [f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})" + (f"; {gpu.note}" if gpu.note else ""),
+                *pred.steps, *pred.assumptions, f"target: {ctx.target}"]
     how = "as set" if written else "derived from the model: max_model_len is not set"
     if pred.startup_ok is False:
         fixes = []

@@ -222,6 +222,8 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
         resolver = resolvers.setdefault(model_config or "", ModelResolver(model_config))
         plan = _prepare(plan, {**selection.targets, **requested}, resolver, report)
         plan_gpu = gpu
+        if plan_gpu is None and not settings.gpu:
+            plan_gpu = _manifest_gpu(plan)
         if plan_gpu is None and settings.gpu:
             try:
                 plan_gpu = gpus_by_name.setdefault(settings.gpu, gpu_spec(CheckOptions(gpu=settings.gpu)))
@@ -379,6 +381,31 @@ def gpu_spec(opts: CheckOptions):
             mem = match.gpu.memory_bytes_effective()
             memory, source, estimate = float(mem.value), f"{match.gpu.name}: {mem.basis}", mem.estimate
     return GpuSpec(name=name, count=count, memory_gib=memory / GIB, source=source, note=note, estimate=estimate)
+
+
+def _manifest_gpu(plan: Plan):
+    """The GPU a Kubernetes manifest asks for: the ``nvidia.com/gpu.product`` node label it
+    selects, counted by its ``nvidia.com/gpu`` limit (None when it names no known product)."""
+    product = plan.hardware.get("gpu_product")
+    if product is None or product.templated or not isinstance(product.value, str):
+        return None
+    from sits_doctor.catalogs import gpus
+    from sits_doctor.facts import GpuSpec
+    from sits_doctor.memory import GIB
+
+    try:
+        model = gpus.by_product_label(product.value)
+    except ValueError:
+        return None
+    count = plan.hardware.get("gpu_count")
+    try:
+        n = int(str(count.value)) if count is not None and not count.templated else 1
+    except ValueError:
+        n = 1
+    mem = model.memory_bytes_effective()
+    return GpuSpec(name=model.name, count=max(1, n), memory_gib=mem.value / GIB,
+                   source=f"{product.raw_key} {product.value!r} ({product.prov}); {model.name}: {mem.basis}",
+                   estimate=mem.estimate)
 
 
 def effective(plan: Plan, gpu=None) -> Facts:

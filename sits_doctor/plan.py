@@ -175,7 +175,8 @@ class Plan:
                  settings: dict[str, Setting] | None = None, env: dict[str, Setting] | None = None,
                  image: Setting | None = None, model_ref: Setting | None = None, model: ModelFacts | None = None,
                  model_note: str | None = None, target: Target | None = None, doc: SourceDoc | None = None,
-                 facts: Any = None, args_site: Site | None = None, entry: str = "", unchecked: int = 0):
+                 facts: Any = None, args_site: Site | None = None, entry: str = "", unchecked: int = 0,
+                 hardware: dict[str, Setting] | None = None):
         self.framework = framework
         self.kind = kind  # hf-config, vllm-yaml, vllm-args, trtllm-engine, trtllm-llmapi, ortgenai-config
         self.label = label
@@ -193,6 +194,7 @@ class Plan:
         self.args_site = args_site  # where new command-line options would be added (argv/shell)
         self.entry = entry  # how the framework is started: "vllm serve", "python -m ...", "vllm serve --config"
         self.unchecked = unchecked  # command-line words that name variables the container does not set
+        self.hardware = {} if hardware is None else hardware  # "gpu_count", "gpu_product" as a manifest states them
 
     def __repr__(self) -> str:
         return f"Plan({self.framework!r}, {self.kind!r}, {self.label!r})"

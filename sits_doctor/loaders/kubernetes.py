@@ -51,8 +51,74 @@ def container_plan(doc: SourceDoc, container: dict, pointer: str, label: str) ->
     image = image_setting(doc, container.get("image"), join_pointer(pointer, "image"))
     env = env_list(doc, container.get("env"), join_pointer(pointer, "env"))
     anchor = Provenance.at(doc, pointer, key=False)
-    return plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env,
+    plan = plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env,
                              entrypoint_kept=not container.get("command"))
+    if plan is not None:
+        plan.hardware = gpu_request(doc, container, pointer)
+    return plan
+
+
+GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource name
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU feature discovery's node label
+
+
+def gpu_request(doc: SourceDoc, container: dict, pointer: str) -> dict[str, Setting]:
+    """What the manifest says about the GPUs: ``gpu_count`` from the container's
+    ``resources.limits`` (else ``requests``) ``nvidia.com/gpu``, ``gpu_product`` from the pod's
+    ``nodeSelector`` (or a required node-affinity term) on ``nvidia.com/gpu.product``."""
+    out: dict[str, Setting] = {}
+    resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+    for section in ("limits", "requests"):
+        values = resources.get(section)
+        if isinstance(values, dict) and GPU_RESOURCE in values:
+            ptr = join_pointer(join_pointer(join_pointer(pointer, "resources"), section), GPU_RESOURCE)
+            out["gpu_count"] = _setting(doc, ptr, GPU_RESOURCE, values[GPU_RESOURCE])
+            break
+    pod_pointer = pointer.rsplit("/", 2)[0]  # .../spec/containers/0 -> .../spec
+    pod = _at(doc.data, pod_pointer)
+    if isinstance(pod, dict):
+        selector = pod.get("nodeSelector")
+        if isinstance(selector, dict) and isinstance(selector.get(GPU_PRODUCT_LABEL), str):
+            ptr = join_pointer(join_pointer(pod_pointer, "nodeSelector"), GPU_PRODUCT_LABEL)
+            out["gpu_product"] = _setting(doc, ptr, GPU_PRODUCT_LABEL, selector[GPU_PRODUCT_LABEL])
+        else:
+            found = _affinity_product(pod, pod_pointer)
+            if found is not None:
+                out["gpu_product"] = _setting(doc, found[0], GPU_PRODUCT_LABEL, found[1])
+    return out
+
+
+def _affinity_product(pod: dict, pod_pointer: str) -> tuple[str, str] | None:
+    terms = (((pod.get("affinity") or {}).get("nodeAffinity") or {})
+             .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
+    if not isinstance(terms, list):
+        return None
+    base = f"{pod_pointer}/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms"
+    for i, term in enumerate(terms):
+        exprs = term.get("matchExpressions") if isinstance(term, dict) else None
+        for j, e in enumerate(exprs if isinstance(exprs, list) else []):
+            if (isinstance(e, dict) and e.get("key") == GPU_PRODUCT_LABEL and e.get("operator") == "In"
+                    and isinstance(e.get("values"), list) and len(e["values"]) == 1 and isinstance(e["values"][0], str)):
+                return f"{base}/{i}/matchExpressions/{j}/values/0", e["values"][0]
+    return None
+
+
+def _at(data: Any, pointer: str) -> Any:
+    node = data
+    for part in [p for p in pointer.split("/") if p]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _setting(doc: SourceDoc, pointer: str, key: str, value: Any) -> Setting:
+    return Setting(key=key, raw_key=key, value=value, raw=value, prov=Provenance.at(doc, pointer),
+                   templated=pointer in doc.templated, site=Site("mapping", doc, pointer))
 
 
 def env_list(doc: SourceDoc, env: Any, pointer: str) -> dict[str, Setting]:

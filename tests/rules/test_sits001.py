@@ -83,3 +83,51 @@ def test_gpu_from_the_settings_file(tmp_path, monkeypatch):
 def test_unknown_model_with_a_gpu_is_info(tmp_path, monkeypatch, text):
     (f,) = run(tmp_path, monkeypatch, text).findings
     assert f.severity.value == "info" and "cannot check" in f.message
+
+
+MANIFEST = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: llama-8b
+spec:
+  template:
+    spec:
+{placement}
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.11.0
+          args: ["--model", "meta-llama/Llama-3.1-8B-Instruct"]
+          resources:
+            limits:
+              nvidia.com/gpu: 2
+"""
+SELECTOR = "      nodeSelector:\n        nvidia.com/gpu.product: {label}"
+AFFINITY = """      affinity:
+        nodeAffinity:
+          requiredDuringSchedulingIgnoredDuringExecution:
+            nodeSelectorTerms:
+              - matchExpressions:
+                  - key: nvidia.com/gpu.product
+                    operator: In
+                    values: ["{label}"]"""
+
+
+@pytest.mark.parametrize("placement", [SELECTOR, AFFINITY], ids=["nodeSelector", "nodeAffinity"])
+def test_the_manifest_names_the_gpu(tmp_path, monkeypatch, placement):
+    text = MANIFEST.format(placement=placement.format(label="NVIDIA-A10G"))
+    (f,) = run(tmp_path, monkeypatch, text, gpu=None).findings
+    assert f.severity.value == "error" and "cannot fit on A10G (22.49 GiB)" in f.message
+    (gpu,) = [e for e in f.evidence if e.startswith("GPU: ")]
+    assert gpu.startswith("GPU: A10G, 22.49 GiB each (nvidia.com/gpu.product 'NVIDIA-A10G' (serve.yaml:")
+
+
+def test_gpu_option_wins_over_the_manifest(tmp_path, monkeypatch):
+    text = MANIFEST.format(placement=SELECTOR.format(label="NVIDIA-A10G"))
+    assert run(tmp_path, monkeypatch, text, gpu="H100").findings == []
+
+
+def test_unknown_product_label_means_no_gpu(tmp_path, monkeypatch):
+    text = MANIFEST.format(placement=SELECTOR.format(label="NVIDIA-Hypothetical-9000"))
+    report = run(tmp_path, monkeypatch, text, gpu=None)
+    assert report.findings == [] and any("no GPU is known" in str(n) for n in report.notices)
