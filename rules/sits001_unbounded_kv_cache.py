@@ -2,7 +2,8 @@
 
 ## What it does
 Predicts, from the configs alone, whether vLLM can hold one request of `max_model_len` tokens in
-the KV cache it will size on the given GPU — the check vLLM itself runs only after the weights
+the KV cache it will size on the given GPU (and for ORT GenAI, whether the KV buffer it
+preallocates for `search.max_length` fits) — the check vLLM itself runs only after the weights
 are loaded, minutes into the start. It reports:
 - **error**: one max-length request does not fit (vLLM refuses to start, with the message it
   would print), or the weights alone exceed `gpu_memory_utilization`'s budget;
@@ -53,6 +54,11 @@ bench/results/capacity-accuracy.md in the sits-doctor repository.
 - vLLM `vllm/envs.py@v0.20.0` `VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS` (default 1 from then on).
 - https://docs.vllm.ai/en/latest/configuration/conserving_memory.html (max_model_len and
   gpu_memory_utilization as the levers).
+- ORT GenAI: `src/models/kv_cache.cpp@v0.11.0` (with `past_present_share_buffer` the KV buffer of
+  `max_length` tokens is allocated at Generator creation), the model builder writing
+  `search.max_length = context_length` (`src/python/py/models/builder.py@v0.11.0`),
+  https://onnxruntime.ai/docs/genai/howto/past-present-share-buffer.html, and the failures in
+  https://github.com/microsoft/onnxruntime-genai/issues/1379 and /issues/550.
 """
 
 from __future__ import annotations
@@ -69,9 +75,9 @@ from sits_doctor.rule import Rule
 RULE = Rule(
     code="SITS001",
     name="unbounded-kv-cache",
-    summary="one max_model_len request cannot fit the KV cache vLLM will size on this GPU (or barely does)",
+    summary="the KV cache for the configured length cannot fit on this GPU (vLLM's pool, ORT GenAI's preallocation), or barely does",
     severity=Severity.ERROR,
-    frameworks=("vllm",),
+    frameworks=("vllm", "ortgenai"),
     needs=("model", "gpu"),
 )
 
@@ -79,6 +85,9 @@ LOW_CONCURRENCY = 2  # fewer max-length requests than this at once, with max_mod
 
 
 def check(plan: Plan, ctx) -> Iterator[Finding]:
+    if plan.framework == "ortgenai":
+        yield from _ortgenai(plan, ctx)
+        return
     from sits_doctor.capacity import predict_plan
 
     pred = predict_plan(plan)
@@ -126,4 +135,47 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
             f"{estimate / pred.max_model_len:.1f} requests of that length at once ({estimate} KV tokens)",
             evidence=evidence, severity=Severity.WARNING,
             fix_hint="set max_model_len to the longest request you serve (the workload's p99)",
+        )
+
+
+ORT_HEADROOM = 0.5  # a preallocated KV buffer above half the GPU's memory: warn (max_length above need)
+ORT_LENGTH_STEP = 1024  # the bound a fix writes is a multiple of this
+
+
+def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
+    from sits_doctor.capacity import predict_ortgenai
+    from sits_doctor.memory import GIB
+
+    pre = predict_ortgenai(plan)
+    if pre.kv_bytes is None:
+        return
+    gpu = plan.facts.gpu
+    memory = gpu.memory_gib * GIB
+    weights = pre.weights_bytes or 0.0
+    at = plan.settings.get("search.max_length")
+    evidence = [f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})", *pre.steps, *pre.assumptions,
+                f"target: {ctx.target}"]
+    room = memory - weights - GIB  # a GiB for the CUDA context and activations
+    # the bound a fix writes keeps the buffer within the room and within ORT_HEADROOM of the GPU
+    fits = int(max(0.0, min(room, ORT_HEADROOM * memory)) // pre.per_token) // ORT_LENGTH_STEP * ORT_LENGTH_STEP
+    what = (f"search.max_length {pre.max_length} with past_present_share_buffer true preallocates "
+            f"{pre.kv_bytes / GIB:.2f} GiB of KV cache when the Generator is created")
+    if pre.kv_bytes > room:
+        fixes = ([edit.replace_value(at, fits, f"set search.max_length to {fits} (a buffer within half the GPU)",
+                                     Safety.UNSAFE)]
+                 if at is not None and fits > 0 else [])
+        yield RULE.finding(
+            plan, at,
+            f"{what}, more than the {max(0.0, room) / GIB:.2f} GiB {gpu.name} has for it ({gpu.memory_gib:.2f} GiB"
+            + (f" less {weights / GIB:.2f} GiB of weights" if weights else "")
+            + " less 1 GiB for the CUDA context): ORT GenAI fails with \"Could not allocate the key-value cache buffer\"",
+            evidence=evidence, fixes=fixes,
+            fix_hint=f"set search.max_length ≤ {fits}" if fits > 0 else "use a GPU with more memory",
+        )
+    elif pre.kv_bytes > ORT_HEADROOM * memory:
+        yield RULE.finding(
+            plan, at,
+            f"{what}, {pre.kv_bytes / memory:.0%} of {gpu.name}'s memory, whatever the requests' real lengths",
+            evidence=evidence, severity=Severity.WARNING,
+            fix_hint="set search.max_length to the longest sequence you generate (the builder writes context_length)",
         )

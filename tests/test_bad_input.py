@@ -306,7 +306,7 @@ def test_ortgenai_bool_provider_option_is_a_finding_not_a_crash(tmp_path: Path) 
         """)
     r = check(tmp_path, "genai_config.json", extra=())
     assert r.exit_code == 1, r.stdout + r.stderr
-    assert r.stderr.strip() == ""
+    assert [line for line in r.stderr.splitlines() if "no GPU is known" not in line] == []
     assert re.search(r"^genai_config\.json:2:54: SITS201 \[error\] enable_cuda_graph: expected a string but saw a bool", r.stdout, re.M), r.stdout
 
 

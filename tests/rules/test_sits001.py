@@ -131,3 +131,54 @@ def test_unknown_product_label_means_no_gpu(tmp_path, monkeypatch):
     text = MANIFEST.format(placement=SELECTOR.format(label="NVIDIA-Hypothetical-9000"))
     report = run(tmp_path, monkeypatch, text, gpu=None)
     assert report.findings == [] and any("no GPU is known" in str(n) for n in report.notices)
+
+
+# --- ORT GenAI: the KV buffer preallocated for search.max_length ----------------------------------
+
+def ort_config(max_length: int, share: bool = True, beams: int = 1, providers: str = '[{"cuda": {}}]') -> str:
+    import json
+
+    return json.dumps({
+        "model": {"type": "phi3", "context_length": 131072, "vocab_size": 32064, "decoder": {
+            "filename": "model.onnx", "head_size": 96, "hidden_size": 3072, "num_attention_heads": 32,
+            "num_hidden_layers": 32, "num_key_value_heads": 32,
+            "session_options": {"provider_options": json.loads(providers)}}},
+        "search": {"max_length": max_length, "past_present_share_buffer": share, "num_beams": beams}}, indent=2)
+
+
+def ort(tmp_path, monkeypatch, text: str, gpu: str = "A10G"):
+    write(tmp_path, "genai_config.json", text)
+    monkeypatch.chdir(tmp_path)
+    return check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS001"], gpu=gpu))
+
+
+def test_fail_ort_preallocation_larger_than_the_gpu(tmp_path, monkeypatch):
+    (f,) = ort(tmp_path, monkeypatch, ort_config(131072)).findings
+    assert f.severity.value == "error"
+    assert "preallocates 48.00 GiB of KV cache" in f.message  # 2·32·32·131072·96·2 B (Phi-3-mini-128k)
+    (fix,) = f.fixes
+    assert fix.safety.value == "unsafe" and fix.title.startswith("set search.max_length to ")
+
+
+def test_warn_ort_preallocation_above_half_the_gpu(tmp_path, monkeypatch):
+    (f,) = ort(tmp_path, monkeypatch, ort_config(131072), gpu="H100").findings
+    assert f.severity.value == "warning" and "61% of H100-SXM-80GB's memory" in f.message
+
+
+@pytest.mark.parametrize(("text", "why"), [(ort_config(8192), "bounded"), (ort_config(131072, share=False), "no shared buffer"),
+                                           (ort_config(131072, beams=4), "beam search turns sharing off")])
+def test_pass_ort_without_a_big_preallocation(tmp_path, monkeypatch, text, why):
+    assert ort(tmp_path, monkeypatch, text).findings == [], why
+
+
+def test_ort_cpu_export_counts_fp32_kv(tmp_path, monkeypatch):
+    (f,) = ort(tmp_path, monkeypatch, ort_config(65536, providers="[]"), gpu="H100").findings
+    assert "preallocates 48.00 GiB" in f.message  # half the length, twice the bytes
+    assert any("fp32 (no GPU execution provider" in e for e in f.evidence)
+
+
+def test_ort_weights_from_the_files_beside_the_config(tmp_path, monkeypatch):
+    (tmp_path / "model.onnx").write_bytes(b"\0" * 1024)
+    (tmp_path / "model.onnx.data").write_bytes(b"\0" * 4096)
+    (f,) = ort(tmp_path, monkeypatch, ort_config(131072)).findings
+    assert "weights: 0.00 GiB (the decoder's ONNX files beside the config)" in f.evidence
