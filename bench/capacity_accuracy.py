@@ -103,6 +103,11 @@ def observed_tokens(case: dict) -> int | None:
     return int(derived["value"]) if derived else None
 
 
+def number(value):
+    """A setting as the predictor takes it: numbers pass, prose ("several", "not shown") counts as unset."""
+    return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def predict(case: dict) -> dict:
     from sits_doctor.capacity import predict_vllm
 
@@ -118,7 +123,7 @@ def predict(case: dict) -> dict:
         return row
     version, vnote = version_of(case)
     s, par = case["settings"], case["parallel"]
-    util = s.get("gpu_memory_utilization")
+    util = number(s.get("gpu_memory_utilization"))
     if util is None:
         util = 0.92 if tuple(int(x) for x in version.split(".")[:2]) >= (0, 20) else 0.90
         row["assumptions"].append(f"gpu_memory_utilization not stated: default {util}")
@@ -126,9 +131,9 @@ def predict(case: dict) -> dict:
     pred = predict_vllm(
         dims, version=version, memory_bytes=memory, gpu_name=str(case["hardware"].get("gpu") or ""), utilization=util,
         tp=par.get("tensor_parallel_size") or 1, pp=par.get("pipeline_parallel_size") or 1,
-        kv_dtype=s.get("kv_cache_dtype") or "auto", max_model_len=s.get("max_model_len"),
-        max_num_batched_tokens=s.get("max_num_batched_tokens"), block_size=s.get("block_size"),
-        max_num_seqs=s.get("max_num_seqs"),
+        kv_dtype=s.get("kv_cache_dtype") or "auto", max_model_len=number(s.get("max_model_len")),
+        max_num_batched_tokens=number(s.get("max_num_batched_tokens")), block_size=number(s.get("block_size")),
+        max_num_seqs=number(s.get("max_num_seqs")),
         cuda_graphs=not s.get("enforce_eager"), params=params, params_note="model catalog" if params else "")
     if pred.missing:
         row["skipped"] = "; ".join(pred.missing)
