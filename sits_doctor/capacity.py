@@ -26,6 +26,7 @@ class Prediction(NamedTuple):
     steps: tuple[str, ...]
     assumptions: tuple[str, ...]
     missing: tuple[str, ...] = ()
+    parts: tuple[tuple[str, float], ...] = ()  # the pool's terms per rank in bytes (vllm_memory.Pool.parts)
 
 
 def predict_vllm(dims, *, version: str, memory_bytes: float | None, gpu_name: str = "", utilization: float,
@@ -77,10 +78,39 @@ def predict_vllm(dims, *, version: str, memory_bytes: float | None, gpu_name: st
     ok, reason = (None, None)
     concurrency = None
     if max_model_len:
-        ok, reason = vllm_memory.startup_check(max_model_len, p, version)
+        need = _hybrid_need(dims, kv_dtype, tp, pp, max_model_len, max_num_batched_tokens, version)
+        if need is not None:
+            steps.append(need[3])
+        ok, reason = vllm_memory.startup_check(
+            max_model_len, p, version, **({} if need is None else
+                                          {"need_bytes": need[0], "full_bytes_per_token": need[1], "fixed_bytes": need[2]}))
         concurrency = p.estimate / max_model_len
     return Prediction("vllm", kv.value, weights.value, (p.low, p.estimate, p.high), max_model_len, concurrency, ok,
-                      reason, tuple(steps), tuple(assumptions))
+                      reason, tuple(steps), tuple(assumptions), parts=p.parts)
+
+
+def _hybrid_need(dims, kv_dtype, tp, pp, length, batched, version):
+    """What one request of ``length`` needs on a model mixing sliding-window and full-attention
+    layers, once vLLM checks sliding layers by their window: (bytes, full bytes per token, sliding
+    bytes, the step as text); None for uniform models and older releases."""
+    from sits_doctor import memory
+    from sits_doctor.frameworks import vllm_memory
+    from sits_doctor.versions import V
+
+    if V(version) < V(vllm_memory.SLIDING_CHECKED_BY_WINDOW) or dims.sliding_window is None:
+        return None
+    full, _ = memory.kv_bytes_per_token(dims, kv_dtype, tp=tp, pp=pp)
+    every, _ = memory.kv_bytes_per_token(dims, kv_dtype, tp=tp, pp=pp, sliding_per_token=True)
+    window = dims.sliding_window.value
+    if full is None or every is None or not isinstance(window, int) or every.value <= full.value:
+        return None
+    held = min(window - 1 + (batched or 0), length)
+    sliding = (every.value - full.value) * held
+    total = full.value * length + sliding
+    return total, full.value, sliding, (
+        f"one request of {length} tokens needs {total / GIB:.2f} GiB = {length} × {full.value / 1024:.1f} KiB on the "
+        f"full-attention layers + {held} tokens (window {window} − 1 + {batched} batched) × "
+        f"{(every.value - full.value) / 1024:.1f} KiB on the sliding-window layers")
 
 
 def for_plan(plan) -> dict:

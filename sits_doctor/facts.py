@@ -69,9 +69,10 @@ class ModelDims(NamedTuple):
     shared_intermediate: Value | None = None  # Qwen2-MoE's shared expert
     first_dense_layers: Value | None = None  # DeepSeek first_k_dense_replace
     dtype: Value | None = None
-    quantization: Value | None = None
+    quantization: Value | None = None  # quantization_config.quant_method
     params: Value | None = None  # parameter count (derived)
     param_parts: Value | None = None  # {"embeddings", "attention", "experts", "mlp"} (derived)
+    weight_scheme: Value | None = None  # the stored weight format (fp8, int4, nvfp4 ...) read from quantization_config
 
 
 class Serving(NamedTuple):

@@ -68,7 +68,7 @@ def kv_bytes_per_token(dims, kv_dtype: str | None, *, tp: int = 1, pp: int = 1, 
     layers = _int(dims.layers)
     if layers is None:
         return None, "num_hidden_layers"
-    full, sliding_note = (layers, "") if sliding_per_token else _full_attention_layers(dims, layers)
+    full, sliding_note = _full_attention_layers(dims, layers, sliding_per_token=sliding_per_token)
     per_rank_layers = layers_per_rank(full, pp)
     stage = f" on the largest of {pp} pipeline stages" if pp > 1 else ""
     if dims.kv_lora_rank is not None:  # MLA: one latent per token and layer, on every TP rank
@@ -97,15 +97,27 @@ def kv_bytes_per_token(dims, kv_dtype: str | None, *, tp: int = 1, pp: int = 1, 
                                 f"{per_rank_layers} layers{stage}{sliding_note}{dtype_note}"), None
 
 
-def _full_attention_layers(dims, layers: int) -> tuple[int, str]:
+def _full_attention_layers(dims, layers: int, *, sliding_per_token: bool = False) -> tuple[int, str]:
+    """Layers that hold KV for every token of a request: not the sliding-window layers (unless
+    ``sliding_per_token``) and never the linear-attention / Mamba layers of hybrid models, whose
+    state is a fixed size per request (vLLM ``MambaSpec``)."""
     types = dims.layer_types.value if dims.layer_types is not None else None
-    if isinstance(types, list) and len(types) == layers:
-        sliding = sum(1 for t in types if t == "sliding_attention")
-        if sliding:
-            window = _int(dims.sliding_window)
-            return layers - sliding, (f"; {sliding} sliding-window layers (window {window}) hold at most the "
-                                      "window per request and are not counted per token")
-    return layers, ""
+    if not (isinstance(types, list) and len(types) == layers):
+        return layers, ""
+    linear = sum(1 for t in types if t in LINEAR_LAYER_TYPES)
+    sliding = 0 if sliding_per_token else sum(1 for t in types if t == "sliding_attention")
+    notes = []
+    if sliding:
+        window = _int(dims.sliding_window)
+        notes.append(f"{sliding} sliding-window layers (window {window}) hold at most the window per request and "
+                     "are not counted per token")
+    if linear:
+        notes.append(f"{linear} linear-attention layers keep a fixed-size state per request (not modelled) instead "
+                     "of per-token KV")
+    return layers - sliding - linear, "".join(f"; {n}" for n in notes)
+
+
+LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "mamba2")  # transformers layer_types of hybrid models
 
 
 # --- weights ---------------------------------------------------------------------------------
@@ -116,7 +128,7 @@ def _full_attention_layers(dims, layers: int) -> tuple[int, str]:
 BYTES_PER_PARAM = {
     None: None,  # the model dtype
     "fp8": 1.0, "fbgemm_fp8": 1.0, "compressed-tensors": None, "modelopt": 1.0,
-    "gptq": 0.5 + 4 / 128, "awq": 0.5 + 4 / 128, "bitsandbytes": 0.5 + 4 / 64,
+    "gptq": 0.5 + 4 / 128, "awq": 0.5 + 4 / 128, "int4": 0.5 + 4 / 128, "int8": 1.0, "bitsandbytes": 0.5 + 4 / 64,
     "mxfp4": 0.5 + 1 / 32, "nvfp4": 0.5 + 1 / 16, "modelopt_fp4": 0.5 + 1 / 16,
 }
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1}
@@ -140,7 +152,10 @@ def weights_bytes(dims, *, params: int | None = None, params_note: str = ""):
         parts = None
     if params is None:
         return None, "a parameter count"
-    method = str(dims.quantization.value).lower() if dims.quantization is not None else None
+    quant = dims.weight_scheme if dims.weight_scheme is not None else dims.quantization
+    method = str(quant.value).lower() if quant is not None else None
+    if method == "mixed precision":
+        return None, "the weights' size (a mixed-precision checkpoint: each layer's format is listed per layer)"
     dtype = str(dims.dtype.value).lower() if dims.dtype is not None else "bfloat16"
     base = DTYPE_BYTES.get(dtype, 2)
     rate = BYTES_PER_PARAM.get(method)

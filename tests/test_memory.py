@@ -77,6 +77,21 @@ def test_sliding_window_layers_are_left_out_per_token():
     assert "bf16 assumed" in str(value.prov)  # gpt-oss states no torch_dtype
 
 
+def test_linear_attention_layers_hold_no_per_token_kv():
+    # a Qwen3.5/3.6-style hybrid: 3 linear-attention layers for every full-attention one
+    hybrid = {**LLAMA_8B, "num_hidden_layers": 8, "head_dim": 256, "num_key_value_heads": 2,
+              "layer_types": ["linear_attention"] * 3 + ["full_attention"] + ["linear_attention"] * 3 + ["full_attention"]}
+    for before_hybrid_accounting in (False, True):
+        value, _ = memory.kv_bytes_per_token(dims(hybrid), "auto", sliding_per_token=before_hybrid_accounting)
+        assert value.value == 2 * 2 * 256 * 2 * 2  # K,V · 2 heads · 256 · bf16 · the 2 full layers
+        assert "6 linear-attention layers" in str(value.prov)
+    mixed = {**hybrid, "sliding_window": 512,
+             "layer_types": ["sliding_attention", "linear_attention"] * 3 + ["full_attention"] * 2}
+    per_request, _ = memory.kv_bytes_per_token(dims(mixed), "auto")
+    every_token, _ = memory.kv_bytes_per_token(dims(mixed), "auto", sliding_per_token=True)
+    assert (per_request.value, every_token.value) == (2 * 2 * 256 * 2 * 2, 2 * 2 * 256 * 2 * 5)
+
+
 def test_unknown_kv_dtype_is_missing_not_guessed():
     value, missing = memory.kv_bytes_per_token(dims(LLAMA_8B), "turboquant_3bit")
     assert value is None and "turboquant_3bit" in missing
@@ -149,3 +164,50 @@ def test_weights_that_exceed_the_budget_are_named_as_the_cause():
     p = vllm_memory.Pool(0, 0, 0, 320 * KIB, 71 * memory.GIB, 131 * memory.GIB, (), ())
     ok, message = vllm_memory.startup_check(131072, p, "0.11.0")
     assert ok is False and message.startswith("the weights alone (131.00 GiB per rank) exceed")
+
+
+def test_sliding_window_layers_are_checked_by_their_window_from_the_hybrid_manager_on():
+    from sits_doctor.capacity import predict_vllm
+
+    d = catalog("openai/gpt-oss-120b")  # 18 full + 18 sliding (window 128) layers, 8 KV heads of 64
+    full = 2 * 8 * 64 * 2 * 18
+    # ~39 GiB for KV after ~61 GiB of weights: all 36 layers per token → ~573k tokens; the 18 full layers → ~1.1M
+    args = dict(memory_bytes=112 * memory.GIB, utilization=0.9, max_model_len=800_000, kv_dtype="auto",
+                max_num_batched_tokens=8192, max_num_seqs=16, cuda_graphs=False)
+    old = predict_vllm(d, version="0.9.2", **args)
+    new = predict_vllm(d, version="0.10.0", **args)
+    assert old.startup_ok is False and "max seq len (800000)" in old.startup_reason
+    assert new.startup_ok is True
+    held = 128 - 1 + 8192
+    assert any(f"{held} tokens (window 128 − 1 + 8192 batched)" in s for s in new.steps)
+    # and when even the full layers cannot hold it, vLLM's estimate counts the window part once
+    short = predict_vllm(d, version="0.10.0", **{**args, "max_model_len": 1_300_000})
+    assert short.startup_ok is False
+    have = short.tokens[1] * short.kv_bytes_per_token
+    longest = int((have - held * full) // full)
+    assert f"estimated maximum model length is {longest}." in short.startup_reason
+
+
+@pytest.mark.parametrize(("quantization_config", "rate"), [
+    ({"quant_method": "compressed-tensors",
+      "config_groups": {"group_0": {"weights": {"num_bits": 8, "type": "float"}, "targets": ["Linear"]}}}, 1.0),
+    ({"quant_method": "compressed-tensors",
+      "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 128}}}}, 0.5 + 4 / 128),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, 0.5 + 1 / 16),
+    ({"quant_method": "modelopt", "quant_algo": "FP8"}, 1.0),
+])
+def test_weights_are_weighed_by_the_format_the_quantization_config_stores(quantization_config, rate):
+    d = dims({**LLAMA_8B, "quantization_config": quantization_config})
+    plain = dims(LLAMA_8B)
+    value, _ = memory.weights_bytes(d)
+    parts = plain.param_parts.value
+    params = plain.params.value
+    expected = (params - parts["embeddings"]) * rate + parts["embeddings"] * 2
+    assert value.value == pytest.approx(expected)
+    assert d.quantization.value == quantization_config["quant_method"]  # the method itself is kept as written
+
+
+def test_mixed_precision_modelopt_weights_are_unknown_not_guessed():
+    d = dims({**LLAMA_8B, "quantization_config": {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}})
+    value, missing = memory.weights_bytes(d)
+    assert value is None and "mixed-precision" in missing

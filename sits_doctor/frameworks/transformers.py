@@ -139,6 +139,30 @@ def _first(model, keys, *, number: bool = True):
     return None
 
 
+def _weight_scheme(quant: dict) -> str:
+    """The weight format a quantization_config stores, named as sits_doctor.memory weighs it:
+    ModelOpt's ``quant_algo`` (FP8 / NVFP4) and compressed-tensors' weight ``num_bits`` / ``type``
+    (llm-compressor: 8-bit float → fp8, 8-bit int → int8, 4-bit → int4 with group scales); other
+    methods by name."""
+    method = quant["quant_method"]
+    if method == "modelopt":
+        algo = str(quant.get("quant_algo") or "").upper()
+        if algo == "MIXED_PRECISION":
+            return "mixed precision"  # per layer (quantized_layers): not weighed
+        return "nvfp4" if "NVFP4" in algo else "fp8" if algo.startswith("FP8") else method
+    if method == "compressed-tensors":
+        groups = quant.get("config_groups")
+        weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
+        bits = {(w.get("num_bits"), w.get("type")) for w in weights if isinstance(w, dict)}
+        if len(bits) == 1:
+            n, kind = bits.pop()
+            if n == 8:
+                return "fp8" if kind == "float" else "int8"
+            if n == 4:
+                return "nvfp4" if kind == "float" else "int4"
+    return method
+
+
 def model_dims(model):
     """The dimensions of a model config (sits_doctor.plan.ModelFacts), with provenance."""
     from sits_doctor.facts import ModelDims, Value
@@ -161,15 +185,16 @@ def model_dims(model):
     rope = next((Value.of(s) for s in (model.fact(k) for k in ROPE_KEYS)
                  if s is not None and isinstance(s.value, dict) and s.value), None)
     quant = model.data.get("quantization_config")
-    quantization = None
+    quantization = scheme = None
     if isinstance(quant, dict) and isinstance(quant.get("quant_method"), str):
         quantization = Value.of(_top_setting(model, "quantization_config"), quant["quant_method"])
+        scheme = Value.of(_top_setting(model, "quantization_config"), _weight_scheme(quant))
     lengths = [_first(model, (k,)) for k in MAX_LENGTH_KEYS]
     present = [v for v in lengths if v is not None]
     max_positions = min(present, key=lambda v: v.value) if present else None
     dims = ModelDims(
         architecture=architecture, model_type=model_type, head_dim=head_dim, dtype=dtype, rope=rope,
-        quantization=quantization, max_positions=max_positions,
+        quantization=quantization, weight_scheme=scheme, max_positions=max_positions,
         **{k: got[k] for k in ALIASES},
     )
     tie = model.fact("tie_word_embeddings")

@@ -30,6 +30,12 @@ from sits_doctor.memory import GIB
 CUDAGRAPH_PROFILED = "0.20.0"  # CUDA-graph memory counted before the KV cache is sized (vllm/envs.py)
 A100_SMALL_TIER = "0.9.0"  # the A100 gets the small batch defaults (vllm/engine/arg_utils.py)
 HYBRID_TOKENS_BY_CONCURRENCY = "0.20.1"  # "GPU KV cache size" = max_concurrency · max_model_len (kv_cache_utils.py)
+# From the hybrid KV-cache manager on, a sliding-window layer needs at most its window (plus the
+# tokens of one step) per request, so the startup check of a model mixing sliding-window and full
+# layers asks for less than max_model_len on those layers (``SlidingWindowSpec.max_memory_usage_bytes``
+# in vllm/v1/kv_cache_interface.py; https://docs.vllm.ai/en/latest/design/hybrid_kv_cache_manager.html).
+# The release is assumed: the first after the allocator (RFC vllm-project/vllm#11382) landed.
+SLIDING_CHECKED_BY_WINDOW = "0.10.0"
 MESSAGE_TYPO_FIXED = "0.22.0"  # "models's max seq len" before
 V1_ENGINE = "0.8.0"
 DEFAULT_BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
@@ -65,6 +71,7 @@ class Pool(NamedTuple):
     weights_bytes: float  # on this rank
     steps: tuple[str, ...]  # the arithmetic, one line per term
     assumptions: tuple[str, ...]
+    parts: tuple[tuple[str, float], ...] = ()  # the estimate of each term, in bytes per rank (for comparisons with logs)
 
 
 def batched_tokens_default(version: str, memory_bytes: float, gpu_name: str, max_model_len: int | None,
@@ -113,6 +120,7 @@ def pool(*, version: str, memory_bytes: float, utilization: float, weights_bytes
     steps = [f"budget = {memory_bytes / GIB:.2f} GiB × gpu_memory_utilization {utilization:g} = {budget / GIB:.2f} GiB",
              f"weights on this rank = {weights_bytes / GIB:.2f} GiB / {ranks} rank(s) = {weights / GIB:.2f} GiB"]
     assumptions = []
+    parts = [("budget", budget), ("weights", weights)]
     if kv_cache_memory_bytes is not None:
         kv = (kv_cache_memory_bytes,) * 3
         steps.append(f"kv_cache_memory_bytes = {kv_cache_memory_bytes / GIB:.2f} GiB (set: no profiling)")
@@ -132,12 +140,15 @@ def pool(*, version: str, memory_bytes: float, utilization: float, weights_bytes
             steps.append(f"CUDA graphs ≈ {graphs[1] / GIB:.2f} GiB (profiled from vLLM {CUDAGRAPH_PROFILED})")
         # the most KV comes with the smallest overheads, and the other way round
         kv = tuple(budget - weights - a - n - g for a, n, g in zip(reversed(act), reversed(non_torch), reversed(graphs)))
+        parts += [("activation", act[1]), ("non_torch", non_torch[1]), ("cuda_graphs", graphs[1])]
         assumptions += ["activation peak, non-torch and CUDA-graph memory are measured by vLLM at startup; "
                         "sits-doctor estimates them (ranges from public startup logs)"]
     tokens = tuple(_tokens(k, kv_bytes_per_token, block) for k in kv)
     steps.append(f"KV pool ≈ {kv[1] / GIB:.2f} GiB → {tokens[1]} tokens at {kv_bytes_per_token / 1024:.1f} KiB/token "
                  f"in blocks of {block} (range {tokens[0]}–{tokens[2]})")
-    return Pool(tokens[0], tokens[1], tokens[2], kv_bytes_per_token, budget, weights, tuple(steps), tuple(assumptions))
+    parts.append(("kv", kv[1]))
+    return Pool(tokens[0], tokens[1], tokens[2], kv_bytes_per_token, budget, weights, tuple(steps), tuple(assumptions),
+                tuple(parts))
 
 
 def _tokens(kv_bytes: float, per_token: float, block: int) -> int:
@@ -147,16 +158,20 @@ def _tokens(kv_bytes: float, per_token: float, block: int) -> int:
     return blocks * block
 
 
-def startup_check(max_model_len: int, p: Pool, version: str) -> tuple[bool | None, str | None]:
+def startup_check(max_model_len: int, p: Pool, version: str, *, need_bytes: float | None = None,
+                  full_bytes_per_token: float | None = None,
+                  fixed_bytes: float = 0.0) -> tuple[bool | None, str | None]:
     """Whether one request of ``max_model_len`` fits (True / False / None when the range straddles
-    it), and the message vLLM prints when it does not."""
+    it), and the message vLLM prints when it does not. ``need_bytes``: what one request needs when
+    its layers differ (sliding-window layers hold only their window: ``fixed_bytes`` of it), with
+    ``full_bytes_per_token`` growing with the length."""
     need = max_model_len
-    if p.high < need:
-        ok = False
-    elif p.low >= need:
-        ok = True
+    hybrid = need_bytes is not None and bool(full_bytes_per_token)
+    have = [t * p.kv_bytes_per_token for t in (p.low, p.estimate, p.high)]
+    if hybrid:
+        ok = False if have[2] < need_bytes else True if have[0] >= need_bytes else None
     else:
-        ok = None
+        ok = False if p.high < need else True if p.low >= need else None
     if ok is not False:
         return ok, None
     if p.weights_bytes >= p.budget_bytes:
@@ -173,10 +188,17 @@ def startup_check(max_model_len: int, p: Pool, version: str) -> tuple[bool | Non
         return False, (f"The model's max seq len ({need}) is larger than the maximum number of tokens that can be "
                        f"stored in KV cache ({p.estimate}). Try increasing `gpu_memory_utilization` or decreasing "
                        "`max_model_len` when initializing the engine.")
-    needed = need * p.kv_bytes_per_token / GIB
-    have = p.estimate * p.kv_bytes_per_token / GIB
-    whose = "model's" if ver >= V(MESSAGE_TYPO_FIXED) else "models's"
-    return False, (f"To serve at least one request with the {whose} max seq len ({need}), ({needed:.2f} GiB KV cache "
-                   f"is needed, which is larger than the available KV cache memory ({have:.2f} GiB). Based on the "
-                   f"available memory, the estimated maximum model length is {p.estimate}. Try increasing "
-                   "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+    if hybrid:
+        longest = max(0, int((have[1] - fixed_bytes) // full_bytes_per_token))
+        return False, _too_long_message(version, need, need_bytes / GIB, have[1] / GIB, longest)
+    return False, _too_long_message(version, need, need * p.kv_bytes_per_token / GIB, have[1] / GIB, p.estimate)
+
+
+def _too_long_message(version: str, need: int, needed_gib: float, have_gib: float, longest: int) -> str:
+    from sits_doctor.versions import V
+
+    whose = "model's" if V(version) >= V(MESSAGE_TYPO_FIXED) else "models's"
+    return (f"To serve at least one request with the {whose} max seq len ({need}), ({needed_gib:.2f} GiB KV cache "
+            f"is needed, which is larger than the available KV cache memory ({have_gib:.2f} GiB). Based on the "
+            f"available memory, the estimated maximum model length is {longest}. Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
