@@ -3,12 +3,15 @@
 ## What it does
 Predicts, from the configs alone, whether vLLM can hold one request of `max_model_len` tokens in
 the KV cache it will size on the given GPU (and for ORT GenAI, whether the KV buffer it
-preallocates for `search.max_length` fits) — the check vLLM itself runs only after the weights
-are loaded, minutes into the start. It reports:
+preallocates for `search.max_length` fits, and for transformers whether one sequence of a
+`generation_config.json`'s `max_length` fits beside the weights) — the check vLLM itself runs only
+after the weights are loaded, minutes into the start. It reports:
 - **error**: one max-length request does not fit (vLLM refuses to start, with the message it
   would print), or the weights alone exceed `gpu_memory_utilization`'s budget;
 - **warning**: `max_model_len` is left to the model's full context and fewer than two
-  max-length requests fit at once;
+  max-length requests fit at once; a transformers `max_length` with no `max_new_tokens` whose KV
+  cache (DynamicCache grows a token at a time) outgrows the GPU mid-answer (an error when
+  `cache_implementation: static` preallocates it at the first call);
 - **info**: the predicted range straddles the need (it may or may not start), or the GPU or the
   model is unknown (pass `--gpu`, or set `gpu = "H100"` in `.sits-doctor.toml`).
 
@@ -59,6 +62,13 @@ bench/results/capacity-accuracy.md in the sits-doctor repository.
   `search.max_length = context_length` (`src/python/py/models/builder.py@v0.11.0`),
   https://onnxruntime.ai/docs/genai/howto/past-present-share-buffer.html, and the failures in
   https://github.com/microsoft/onnxruntime-genai/issues/1379 and /issues/550.
+- transformers: `DynamicCache.update` concatenates every step's keys and values
+  (`src/transformers/cache_utils.py@v4.45.0`; `DynamicLayer.update@v5.24.0`, where a cache
+  built from the model config keeps only the window on sliding layers);
+  `StaticCache` is allocated for `max_cache_len` (generate passes `max_length`);
+  `max_new_tokens` takes precedence over `max_length`
+  (https://huggingface.co/docs/transformers/main_classes/text_generation,
+  https://huggingface.co/docs/transformers/kv_cache).
 """
 
 from __future__ import annotations
@@ -75,9 +85,9 @@ from sits_doctor.rule import Rule
 RULE = Rule(
     code="SITS001",
     name="unbounded-kv-cache",
-    summary="the KV cache for the configured length cannot fit on this GPU (vLLM's pool, ORT GenAI's preallocation), or barely does",
+    summary="the KV cache for the configured length cannot fit on this GPU (vLLM's pool, ORT GenAI's preallocation, transformers' generate), or barely does",
     severity=Severity.ERROR,
-    frameworks=("vllm", "ortgenai"),
+    frameworks=("vllm", "ortgenai", "hf"),
     needs=("model", "gpu"),
 )
 
@@ -87,6 +97,9 @@ LOW_CONCURRENCY = 2  # fewer max-length requests than this at once, with max_mod
 def check(plan: Plan, ctx) -> Iterator[Finding]:
     if plan.framework == "ortgenai":
         yield from _ortgenai(plan, ctx)
+        return
+    if plan.framework == "hf":
+        yield from _transformers(plan, ctx)
         return
     from sits_doctor.capacity import predict_plan
 
@@ -179,3 +192,61 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
             evidence=evidence, severity=Severity.WARNING,
             fix_hint="set search.max_length to the longest sequence you generate (the builder writes context_length)",
         )
+
+
+HF_LENGTH_STEP = 1024  # the max_length a fix writes is a multiple of this
+HF_OVERHEAD_GIB = 1.0  # CUDA context and activations of one sequence, left out of the room for KV
+SLIDING_BOUNDED = "5.0.0"  # transformers 5.x: DynamicCache keeps only the window on sliding layers
+
+
+def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
+    """A generation_config that lets one sequence grow past what the GPU holds: DynamicCache grows
+    a step at a time, so generate() runs out of memory mid-answer; a static cache preallocates it
+    all at the first call."""
+    from sits_doctor import memory
+    from sits_doctor.versions import V
+
+    dims, gpu = plan.facts.model, plan.facts.gpu
+    length_at = plan.settings.get("generation_config.max_length")
+    if dims is None or length_at is None or length_at.templated or plan.settings.get(
+            "generation_config.max_new_tokens") is not None:
+        return
+    length = length_at.value
+    if not isinstance(length, int) or isinstance(length, bool) or length <= 0:
+        return
+    cache = plan.settings.get("generation_config.cache_implementation")
+    static = cache is not None and cache.value in ("static", "offloaded_static", "sliding_window", "hybrid")
+    kv, _ = memory.kv_bytes_per_token(dims, "auto", sliding_per_token=V(ctx.target.version) < V(SLIDING_BOUNDED))
+    weights, _ = memory.weights_bytes(dims)
+    if kv is None or weights is None:
+        return
+    total = gpu.memory_gib * memory.GIB
+    room = total - weights.value - HF_OVERHEAD_GIB * memory.GIB
+    need = kv.value * length
+    if need <= room:
+        return
+    fits = int(max(0.0, room) // kv.value)
+    bound = fits // HF_LENGTH_STEP * HF_LENGTH_STEP
+    evidence = [f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB ({gpu.source})", f"KV per token: {kv.prov}",
+                f"weights: {weights.prov}",
+                f"room for KV = {gpu.memory_gib:.2f} GiB − {weights.value / memory.GIB:.2f} GiB of weights − "
+                f"{HF_OVERHEAD_GIB:g} GiB for the CUDA context and activations = {max(0.0, room) / memory.GIB:.2f} GiB",
+                f"one sequence of max_length {length} needs {need / memory.GIB:.2f} GiB of KV cache",
+                f"target: {ctx.target}"]
+    fixes = ([edit.replace_value(length_at, bound, f"set max_length to {bound} (what one sequence can hold)",
+                                 Safety.UNSAFE)] if bound > 0 else [])
+    if static:
+        what = (f"cache_implementation {cache.value!r} preallocates max_length {length} tokens of KV "
+                f"({need / memory.GIB:.2f} GiB) at the first generate() call, more than the "
+                f"{max(0.0, room) / memory.GIB:.2f} GiB {gpu.name} has beside the weights: torch.OutOfMemoryError before "
+                "the first token")
+        severity = Severity.ERROR
+    else:
+        what = (f"generation_config allows max_length {length} with no max_new_tokens: DynamicCache grows with every "
+                f"token, and one sequence runs out of {gpu.name}'s memory at about token {fits} "
+                f"({need / memory.GIB:.2f} GiB of KV cache at {length}) — torch.OutOfMemoryError mid-answer")
+        severity = Severity.WARNING
+    yield RULE.finding(plan, length_at, what, evidence=evidence, fixes=fixes, severity=severity,
+                       fix_hint=(f"set max_new_tokens (or max_length ≤ {bound}); for fixed-shape serving, "
+                                 "cache_implementation: static with that bound" if bound > 0
+                                 else "use a GPU with more memory or a quantized checkpoint"))

@@ -174,9 +174,7 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=_file_to_write, metavar="FILE", help="Write the report here.")
     _add_selection(p)
     _add_common(p, "Lowest severity that fails (default: warning).")
-    p.add_argument("--gpu", type=_gpu, metavar="NAME[xN]", help="The GPU the deployment runs on, e.g. H100, A100-40GBx2 (rules that size memory need it).")
-    p.add_argument("--gpu-memory", type=_memory_size, metavar="SIZE",
-                   help="Total memory per GPU as the framework sees it, e.g. 79.19GiB (wins over the catalog).")
+    _add_gpu(p)
     _add_sources(p)
     p.add_argument("--statistics", action="store_true", help="Count findings per rule.")
     p.add_argument("--baseline", type=_file_to_write, metavar="FILE", help="Leave out the findings recorded in this baseline file (see docs/ci.md).")
@@ -186,6 +184,12 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="Only the findings that fail the run.")
     p.add_argument("--debug", action="store_true", help="Show tracebacks of internal errors.")
     return p
+
+
+def _add_gpu(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--gpu", type=_gpu, metavar="NAME[xN]", help="The GPU the deployment runs on, e.g. H100, A100-40GBx2 (rules that size memory need it).")
+    p.add_argument("--gpu-memory", type=_memory_size, metavar="SIZE",
+                   help="Total memory per GPU as the framework sees it, e.g. 79.19GiB (wins over the catalog).")
 
 
 def _check(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
@@ -255,6 +259,7 @@ def _fix_parser() -> argparse.ArgumentParser:
     p.add_argument("--exit-non-zero-on-fix", action="store_true", help="Exit 1 when anything was fixed, even if nothing remains.")
     _add_selection(p)
     _add_common(p, "Lowest severity of a remaining finding that fails (default: warning).")
+    _add_gpu(p)
     _add_sources(p)
     p.add_argument("--skip-unrecognized", action="store_true", help="Skip named files that hold no recognized config instead of failing (for pre-commit).")
     p.add_argument("-q", "--quiet", action="store_true", help="Only the diff (or, with --apply, only what remains).")
@@ -267,7 +272,7 @@ def _fix(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.reporters.fix_text import render_fix
     from sits_doctor.reporters.text import diagnostics
 
-    options = _options(a)
+    options = _options(a, gpu=a.gpu, gpu_memory=a.gpu_memory)
     try:
         result = fix_paths(list(a.paths), options, unsafe=a.unsafe_fixes, apply=a.do_apply)
         text = render_fix(result, applied=a.do_apply, unsafe=a.unsafe_fixes, quiet=a.quiet)

@@ -69,14 +69,15 @@ def test_fixture_fix_applies_cleanly(path: Path, tree: Path):
     assert result.changed and result.problem is None
     applied = fixer.fix_paths([rel], opts, unsafe=True, apply=True)
     assert not applied.errors
-    assert copy.read_text(encoding="utf-8") == result.new, "--apply wrote something else than the diff showed"
-    parse_docs(result.new, copy, rel)  # raises if the fixed file does not parse
+    written = Path(result.resolved)  # the file the fix edits: the checked one, or a model's sidecar beside it
+    assert written.read_text(encoding="utf-8") == result.new, "--apply wrote something else than the diff showed"
+    parse_docs(result.new, written, rel)  # raises if the fixed file does not parse
     fixed = {(f.code, f.location.pointer) for f, _ in result.fixed}
     remaining = {(f.code, f.location.pointer) for f in check([rel], opts).findings}
     assert not fixed & remaining, f"still reported after the fix: {fixed & remaining}"
     again = fixer.fix_paths([rel], opts, unsafe=True, apply=True)
     assert not any(r.changed for r in again.files), "a second apply changed the file again"
-    assert copy.read_text(encoding="utf-8") == result.new
+    assert written.read_text(encoding="utf-8") == result.new
 
 
 def test_apply_edits_copies_everything_outside_the_edits():

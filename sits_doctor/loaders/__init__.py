@@ -230,8 +230,10 @@ def _sidecars(config_path: Path, consumed: set[Path], result: LoadResult) -> dic
         if not side.is_file():
             continue
         consumed.add(side.resolve())
+        text = result.texts.get(side.resolve())  # the fixer's text of an edited sidecar
         try:
-            (doc,) = read_docs(side, display_path(side))
+            (doc,) = (read_docs(side, display_path(side)) if text is None
+                      else parse_docs(text, side, display_path(side)))
         except InputError as err:
             result.errors.append(err)
             continue

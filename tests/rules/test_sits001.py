@@ -182,3 +182,61 @@ def test_ort_weights_from_the_files_beside_the_config(tmp_path, monkeypatch):
     (tmp_path / "model.onnx.data").write_bytes(b"\0" * 4096)
     (f,) = ort(tmp_path, monkeypatch, ort_config(131072)).findings
     assert "weights: 0.00 GiB (the decoder's ONNX files beside the config)" in f.evidence
+
+
+# --- transformers generate(): generation_config.json beside config.json ---------------------
+LLAMA_CONFIG = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096,
+                "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "intermediate_size": 14336, "vocab_size": 128256, "max_position_embeddings": 131072,
+                "torch_dtype": "bfloat16", "tie_word_embeddings": False}
+
+
+def hf(tmp_path, monkeypatch, generation: dict, gpu: str | None = "A10G", target: str = "transformers==4.57.1"):
+    import json
+
+    write(tmp_path, "model/config.json", json.dumps(LLAMA_CONFIG, indent=2))
+    write(tmp_path, "model/generation_config.json", json.dumps(generation, indent=2))
+    monkeypatch.chdir(tmp_path)
+    return check(["model"], CheckOptions(targets=[target], isolated=True, select=["SITS001"], gpu=gpu))
+
+
+def test_warn_hf_dynamic_cache_grows_past_the_gpu(tmp_path, monkeypatch):
+    (f,) = hf(tmp_path, monkeypatch, {"max_length": 131072}).findings
+    assert f.severity.value == "warning" and f.location.file.endswith("generation_config.json")
+    # A10G 22.49 GiB − 14.96 GiB of weights − 1 GiB = 6.53 GiB at 128 KiB per token
+    room = 22.49 * 2**30 - 8.03e9 * 2 - 2**30
+    assert f"at about token {int(room // (128 * 1024)) // 100}" in f.message  # leading digits; weights rounded
+    assert "16.00 GiB of KV cache at 131072" in f.message
+    (fix,) = f.fixes
+    assert fix.safety.value == "unsafe"
+    bound = int(fix.title.split()[3])
+    assert bound % 1024 == 0 and bound * 128 * 1024 <= room + 2**30 * 0.05
+
+
+def test_fail_hf_static_cache_preallocates_at_the_first_call(tmp_path, monkeypatch):
+    (f,) = hf(tmp_path, monkeypatch, {"max_length": 131072, "cache_implementation": "static"}).findings
+    assert f.severity.value == "error" and "preallocates max_length 131072" in f.message
+
+
+@pytest.mark.parametrize(("generation", "gpu", "why"), [
+    ({"max_length": 131072, "max_new_tokens": 4096}, "A10G", "max_new_tokens bounds the answer"),
+    ({"max_length": 16384}, "A10G", "2 GiB of KV fits beside the weights"),
+    ({"max_length": 131072}, "H100", "16 GiB fits on 80 GB"),
+    ({"temperature": 0.6}, "A10G", "no max_length: transformers' default of 20 new tokens"),
+])
+def test_pass_hf_bounded_generation(tmp_path, monkeypatch, generation, gpu, why):
+    assert hf(tmp_path, monkeypatch, generation, gpu=gpu).findings == [], why
+
+
+def test_hf_fix_writes_a_length_that_no_longer_fires(tmp_path, monkeypatch):
+    import json
+
+    from conftest import run_cli
+
+    hf(tmp_path, monkeypatch, {"max_length": 131072})
+    result = run_cli("fix", "--unsafe-fixes", "--apply", "--gpu", "A10G", "--select", "SITS001", "--isolated",
+                     "model", cwd=tmp_path)
+    assert result.exit_code in (0, 1), result.stdout + result.stderr
+    written = json.loads((tmp_path / "model" / "generation_config.json").read_text())
+    assert written["max_length"] < 131072 and written["max_length"] % 1024 == 0
+    assert hf(tmp_path, monkeypatch, written).findings == []
