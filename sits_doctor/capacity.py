@@ -49,7 +49,8 @@ def predict_vllm(dims, *, version: str, memory_bytes: float | None, gpu_name: st
         missing.append(why)
     else:
         steps.append(f"KV per token: {kv.prov}")
-    weights, why = memory.weights_bytes(dims, params=params, params_note=params_note)
+    weights, why = memory.weights_bytes(dims, params=params, params_note=params_note,
+                                        mxfp4_padding=vllm_memory.MXFP4_PADDING)
     if weights is None:
         missing.append(why)
     else:
@@ -85,6 +86,8 @@ def predict_vllm(dims, *, version: str, memory_bytes: float | None, gpu_name: st
             max_model_len, p, version, **({} if need is None else
                                           {"need_bytes": need[0], "full_bytes_per_token": need[1], "fixed_bytes": need[2]}))
         concurrency = p.estimate / max_model_len
+    elif p.high <= 0:  # no room for a single block, whatever the length
+        ok, reason = vllm_memory.startup_check(1, p, version)
     return Prediction("vllm", kv.value, weights.value, (p.low, p.estimate, p.high), max_model_len, concurrency, ok,
                       reason, tuple(steps), tuple(assumptions), parts=p.parts)
 

@@ -134,13 +134,16 @@ BYTES_PER_PARAM = {
 DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3fn": 1}
 
 
-def weights_bytes(dims, *, params: int | None = None, params_note: str = ""):
+def weights_bytes(dims, *, params: int | None = None, params_note: str = "",
+                  mxfp4_padding: tuple[int, int, str] | None = None):
     """Bytes of the weights on all ranks together (a Value), or (None, what is missing).
 
     Quantized checkpoints keep the embeddings and the output head in 16 bits (AutoGPTQ, AutoAWQ,
     llm-compressor, ModelOpt defaults); ``mxfp4`` (gpt-oss) quantizes only the MoE experts
     (its ``quantization_config.modules_to_not_convert`` keeps attention, router and embeddings in
-    bf16). With only a total ``params`` (no breakdown), everything is counted at one rate."""
+    bf16). With only a total ``params`` (no breakdown), everything is counted at one rate.
+    ``mxfp4_padding``: (intermediate multiple, hidden multiple, where from) when the serving
+    kernel stores mxfp4 experts padded (vLLM's Marlin layout)."""
     from sits_doctor.facts import Value
 
     if dims is None:
@@ -166,11 +169,30 @@ def weights_bytes(dims, *, params: int | None = None, params_note: str = ""):
         total = params * rate
         what = f"{method} ≈ {rate:.3f} B/parameter incl. scales, all layers"
     else:
-        quantized = parts["experts"] if method == "mxfp4" else params - parts["embeddings"]
-        total = quantized * rate + (params - quantized) * base
+        stored = parts["experts"] if method == "mxfp4" else params - parts["embeddings"]
+        kept = params - stored  # left in the model dtype
+        quantized, pad_note = stored, ""
+        if method == "mxfp4" and mxfp4_padding is not None:
+            factor = _padding_factor(dims, *mxfp4_padding[:2])
+            if factor > 1:
+                quantized = stored * factor
+                pad_note = f"; experts ×{factor:.4f} for {mxfp4_padding[2]}"
+        total = quantized * rate + kept * base
         what = (f"{quantized / 1e9:.2f} B {'expert ' if method == 'mxfp4' else ''}parameters in {method} "
-                f"(≈ {rate:.3f} B each incl. scales) + {(params - quantized) / 1e9:.2f} B in {dtype}")
+                f"(≈ {rate:.3f} B each incl. scales{pad_note}) + {kept / 1e9:.2f} B in {dtype}")
     return Value.derived(total, f"{total / GIB:.2f} GiB = {params / 1e9:.2f} B parameters: {what} ({params_note})"), None
+
+
+def _padding_factor(dims, inter_multiple: int, hidden_multiple: int) -> float:
+    """How much larger the expert matrices are once their intermediate and hidden sizes are
+    rounded up to the kernel's multiples."""
+    hidden = _int(dims.hidden)
+    inter = _int(dims.moe_intermediate) or _int(dims.intermediate)
+    if not hidden or not inter:
+        return 1.0
+    def up(n, m):
+        return -(-n // m) * m
+    return up(inter, inter_multiple) * up(hidden, hidden_multiple) / (inter * hidden)
 
 
 def _int(v) -> int | None:

@@ -211,3 +211,24 @@ def test_mixed_precision_modelopt_weights_are_unknown_not_guessed():
     d = dims({**LLAMA_8B, "quantization_config": {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}})
     value, missing = memory.weights_bytes(d)
     assert value is None and "mixed-precision" in missing
+
+
+def test_mxfp4_experts_are_weighed_in_the_padded_layout_vllm_stores():
+    d = catalog("openai/gpt-oss-120b")  # experts 2880 × 2880: Marlin pads to 2944 (×128) × 3072 (×256)
+    plain, _ = memory.weights_bytes(d)
+    padded, _ = memory.weights_bytes(d, mxfp4_padding=(128, 256, "test layout"))
+    experts = d.param_parts.value["experts"]
+    rate = memory.BYTES_PER_PARAM["mxfp4"]
+    assert padded.value - plain.value == pytest.approx(experts * rate * (2944 * 3072 / (2880 * 2880) - 1))
+    assert "×1.0904 for test layout" in str(padded.prov)
+    dense, _ = memory.weights_bytes(dims(LLAMA_8B), mxfp4_padding=(128, 256, "test layout"))
+    assert dense.value == memory.weights_bytes(dims(LLAMA_8B))[0].value  # only mxfp4 experts are padded
+
+
+def test_no_room_for_one_block_fails_whatever_the_length():
+    from sits_doctor.capacity import predict_vllm
+
+    pred = predict_vllm(catalog("openai/gpt-oss-120b"), version="0.10.1", memory_bytes=72 * memory.GIB,
+                        utilization=0.9, max_model_len=None)
+    assert pred.tokens[2] == 0 and pred.startup_ok is False
+    assert pred.startup_reason.startswith("No available memory for the cache blocks")

@@ -38,7 +38,14 @@ HYBRID_TOKENS_BY_CONCURRENCY = "0.20.1"  # "GPU KV cache size" = max_concurrency
 SLIDING_CHECKED_BY_WINDOW = "0.10.0"
 MESSAGE_TYPO_FIXED = "0.22.0"  # "models's max seq len" before
 V1_ENGINE = "0.8.0"
-DEFAULT_BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
+DEFAULT_BLOCK_SIZE = 16
+# mxfp4 MoE experts (gpt-oss) as vLLM's Marlin backend stores them: intermediate size rounded up
+# to a multiple of 128 and hidden size to 256 (``Mxfp4MoEMethod.create_weights`` in
+# vllm/model_executor/layers/quantization/mxfp4.py, read at main 007d500). Marlin serves below
+# Hopper and wherever triton_kernels is missing; the Triton backend on Hopper pads less — public
+# gpt-oss-120b logs on one H100: 65.97 GiB loaded with Marlin (vLLM #23278), 64.38 with Triton
+# (#33155), against 60.7 GiB unpadded. The padded size is taken as the estimate.
+MXFP4_PADDING = (128, 256, "vLLM's Marlin mxfp4 layout (intermediate to ×128, hidden to ×256)")  # CacheConfig.DEFAULT_BLOCK_SIZE
 
 # Non-torch memory seen in real startup logs (CUDA context, cuBLAS workspaces; NCCL buffers with
 # TP): 0.35 GiB on one RTX 3090 (vLLM #10517); about 0.7 GiB per rank left for it and the sampler
@@ -72,6 +79,7 @@ class Pool(NamedTuple):
     steps: tuple[str, ...]  # the arithmetic, one line per term
     assumptions: tuple[str, ...]
     parts: tuple[tuple[str, float], ...] = ()  # the estimate of each term, in bytes per rank (for comparisons with logs)
+    total_bytes: float = 0.0  # the GPU's memory (0: not given)
 
 
 def batched_tokens_default(version: str, memory_bytes: float, gpu_name: str, max_model_len: int | None,
@@ -148,7 +156,7 @@ def pool(*, version: str, memory_bytes: float, utilization: float, weights_bytes
                  f"in blocks of {block} (range {tokens[0]}–{tokens[2]})")
     parts.append(("kv", kv[1]))
     return Pool(tokens[0], tokens[1], tokens[2], kv_bytes_per_token, budget, weights, tuple(steps), tuple(assumptions),
-                tuple(parts))
+                tuple(parts), memory_bytes)
 
 
 def _tokens(kv_bytes: float, per_token: float, block: int) -> int:
@@ -174,15 +182,19 @@ def startup_check(max_model_len: int, p: Pool, version: str, *, need_bytes: floa
         ok = False if p.high < need else True if p.low >= need else None
     if ok is not False:
         return ok, None
-    if p.weights_bytes >= p.budget_bytes:
-        return False, (f"the weights alone ({p.weights_bytes / GIB:.2f} GiB per rank) exceed gpu_memory_utilization's "
-                       f"budget ({p.budget_bytes / GIB:.2f} GiB): vLLM runs out of memory loading them "
-                       "(torch.OutOfMemoryError) — use more GPUs (tensor/pipeline parallelism) or a quantized checkpoint")
+    if p.weights_bytes >= (p.total_bytes or p.budget_bytes):
+        return False, (f"the weights alone ({p.weights_bytes / GIB:.2f} GiB per rank) exceed "
+                       + (f"the GPU's {p.total_bytes / GIB:.2f} GiB" if p.total_bytes else
+                          f"gpu_memory_utilization's budget ({p.budget_bytes / GIB:.2f} GiB)")
+                       + ": vLLM runs out of memory loading them (torch.OutOfMemoryError) — use more GPUs "
+                         "(tensor/pipeline parallelism) or a quantized checkpoint")
     from sits_doctor.versions import V
 
     if p.estimate <= 0:
+        over = (f" (the weights, {p.weights_bytes / GIB:.2f} GiB per rank, already exceed gpu_memory_utilization's "
+                f"budget of {p.budget_bytes / GIB:.2f} GiB)" if p.weights_bytes >= p.budget_bytes else "")
         return False, ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
-                       "initializing the engine.")
+                       "initializing the engine." + over)
     ver = V(version)
     if ver < V(V1_ENGINE):  # V0 (vllm/worker/worker.py raise_if_cache_size_invalid)
         return False, (f"The model's max seq len ({need}) is larger than the maximum number of tokens that can be "
