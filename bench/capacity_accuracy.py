@@ -42,6 +42,11 @@ SIBLING = {
     "spark-vllm-docker-396-minimax-m2.7-awq-2x-dgx-spark-tp2-gmu08-fail": ("model_configs/MiniMaxAI--MiniMax-M2.7.json",
                                                                            "awq"),
     "spark-vllm-docker-396-minimax-m2.7-awq-2x-dgx-spark-tp2-gmu085": ("model_configs/MiniMaxAI--MiniMax-M2.7.json", "awq"),
+    # the distill is Qwen2.5-14B fine-tuned: same layer shapes (its config raises max_position_embeddings;
+    # the case states the max_model_len it ran with)
+    "vllm-13061-r1-distill-qwen14b-2x4090-tp2-fail": ("catalog:Qwen/Qwen2.5-14B-Instruct", None),
+    # the language model of Qwen2.5-VL-72B has Qwen2.5-72B's shapes; its vision tower is not counted
+    "vllm-16570-qwen2.5-vl-72b-4xa100-40gb-v0.8.3": ("catalog:Qwen/Qwen2.5-72B-Instruct", None),
 }
 # Facts a case leaves open but its own numbers pin down; each with the reasoning.
 INFERRED = {
@@ -76,12 +81,14 @@ def dims_of(case: dict):
     if case["id"] in SIBLING:
         rel, quant = SIBLING[case["id"]]
         entry = params = None
-    if rel:
+    if rel and rel.startswith("catalog:"):
+        data, where = dict(models.lookup(rel.split(":", 1)[1]).config), f"sibling {rel}"
+    elif rel:
         data = json.loads((CASES / rel).read_text(encoding="utf-8"))
         data.pop("_source", None)
         where = f"case config {rel}" if case["id"] not in SIBLING else f"sibling config {rel}"
     elif entry is not None:
-        data, where = entry.config, f"model catalog {entry.hub_id}"
+        data, where = dict(entry.config), f"model catalog {entry.hub_id}"
     else:
         return None, None, "no config of this checkpoint"
     if quant is not None:
@@ -259,6 +266,10 @@ def why(row: dict, case: dict) -> str:
     if "estimate" in " ".join(a for a in row.get("assumptions", []) if a.startswith("memory:")):
         assumed.append("GPU memory estimated from the catalog")
     notes += [a.split(":")[0] if a.startswith("version") else a.split(": ")[0] for a in assumed]
+    flags = [str(f) for f in case["settings"].get("other_flags") or [] if "kv-transfer" in str(f) or "lora" in str(f)
+             or "speculative" in str(f) or "offload" in str(f)]
+    if flags:
+        notes.append("not modelled: " + ", ".join(f.split(" ")[0] for f in flags))
     unknown = [u for u in case.get("unknown") or [] if isinstance(u, str)]
     if unknown:
         notes.append("case leaves open: " + ", ".join(unknown[:4]))

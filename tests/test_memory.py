@@ -232,3 +232,12 @@ def test_no_room_for_one_block_fails_whatever_the_length():
                         utilization=0.9, max_model_len=None)
     assert pred.tokens[2] == 0 and pred.startup_ok is False
     assert pred.startup_reason.startswith("No available memory for the cache blocks")
+
+
+def test_v0_chunks_prefill_of_long_context_models_by_itself():
+    gpu = 24 * memory.GIB
+    long_v0 = vllm_memory.batched_tokens_default("0.6.3", gpu, "RTX-4090", 131072, None)
+    assert long_v0[0] == 2048 and "chunked prefill on by default above 32768" in long_v0[1]
+    assert vllm_memory.batched_tokens_default("0.6.3", gpu, "RTX-4090", 32768, None)[0] == 32768  # not above 32K
+    assert vllm_memory.batched_tokens_default("0.5.3", gpu, "RTX-4090", 131072, None)[0] == 131072  # before #6666
+    assert vllm_memory.batched_tokens_default("0.6.3", gpu, "RTX-4090", 131072, False)[0] == 131072  # turned off

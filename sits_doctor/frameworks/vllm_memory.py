@@ -38,6 +38,11 @@ HYBRID_TOKENS_BY_CONCURRENCY = "0.20.1"  # "GPU KV cache size" = max_concurrency
 SLIDING_CHECKED_BY_WINDOW = "0.10.0"
 MESSAGE_TYPO_FIXED = "0.22.0"  # "models's max seq len" before
 V1_ENGINE = "0.8.0"
+# V0 turns chunked prefill on by itself for models longer than 32K tokens, so its profiling pass is
+# max_num_batched_tokens, not max_model_len (vllm-project/vllm#6666, merged 2024-07-23; the first
+# release after it is 0.5.4; multimodal models excepted from 0.6.1, #8425)
+V0_LONG_CONTEXT_CHUNKED = "0.5.4"
+V0_LONG_CONTEXT = 32768
 DEFAULT_BLOCK_SIZE = 16
 # mxfp4 MoE experts (gpt-oss) as vLLM's Marlin backend stores them: intermediate size rounded up
 # to a multiple of 128 and hidden size to 256 (``Mxfp4MoEMethod.create_weights`` in
@@ -97,7 +102,11 @@ def batched_tokens_default(version: str, memory_bytes: float, gpu_name: str, max
         value, why = 8192, "≥70 GiB GPU other than the A100"
     else:
         value, why = 2048, "GPU below 70 GiB (or an A100)"
-    if ver < V(V1_ENGINE) or chunked_prefill is False:
+    long_context_chunked = (ver < V(V1_ENGINE) and chunked_prefill is None and ver >= V(V0_LONG_CONTEXT_CHUNKED)
+                            and (max_model_len or 0) > V0_LONG_CONTEXT)
+    if long_context_chunked:
+        why += f"; chunked prefill on by default above {V0_LONG_CONTEXT} tokens"
+    elif ver < V(V1_ENGINE) or chunked_prefill is False:
         if max_model_len:
             value, why = max(value, max_model_len), why + "; chunked prefill off: at least max_model_len"
     return value, f"default of vLLM {version} for a {why}"
