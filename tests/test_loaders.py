@@ -17,6 +17,8 @@ from conftest import LLAMA_8B, k8s_deployment, write
 from sits_doctor.loaders import LoadResult, load_paths
 from sits_doctor.plan import Plan
 
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
 
 def load(root: Path, name: str, text: str) -> LoadResult:
     result = load_paths([write(root, name, text)])
@@ -518,6 +520,17 @@ def test_trtllm_engine_config_is_not_an_hf_config(tmp_path: Path) -> None:
     assert (plan.framework, plan.kind) == ("trtllm", "trtllm-engine")
     assert at(plan, "build_config.max_seq_len") == (2048, 5, 43)
     assert at(plan, "pretrained_config.dtype") == ("float16", 3, 61)
+
+
+def test_trtllm_engine_config_states_the_models_shape() -> None:
+    from sits_doctor.frameworks.transformers import model_dims
+
+    (plan,) = load_paths([str(FIXTURES / "trtllm" / "good_engine_llama31_8b_fp8_v1.0.json")]).plans
+    d = model_dims(plan.model)
+    shape = (d.architecture.value, d.layers.value, d.heads.value, d.kv_heads.value, d.head_dim.value, d.vocab.value)
+    assert shape == ("LlamaForCausalLM", 32, 32, 8, 128, 128256)
+    assert d.head_dim.prov.pointer == "/pretrained_config/head_size"  # TensorRT-LLM's name for it
+    assert (d.quantization.value, d.weight_scheme.value) == ("FP8", "fp8")
 
 
 def test_trtllm_llmapi_yaml(tmp_path: Path) -> None:

@@ -139,6 +139,17 @@ def _first(model, keys, *, number: bool = True):
     return None
 
 
+TRTLLM_PRETRAINED = "/pretrained_config"  # where a TensorRT-LLM engine config.json keeps the model's shape
+# TensorRT-LLM QuantAlgo (tensorrt_llm/quantization/mode.py) → the stored weight format
+_TRTLLM_WEIGHTS = {
+    "FP8": "fp8", "FP8_PER_CHANNEL_PER_TOKEN": "fp8", "FP8_BLOCK_SCALES": "fp8", "NVFP4": "nvfp4",
+    "W4A16": "int4", "W4A16_AWQ": "int4", "W4A16_GPTQ": "int4", "W4A8_AWQ": "int4", "W8A16": "int8",
+    "W8A16_GPTQ": "int8", "INT8": "int8", "W8A8_SQ_PER_CHANNEL": "int8", "W8A8_SQ_PER_TENSOR_PLUGIN": "int8",
+    "W8A8_SQ_PER_CHANNEL_PER_TOKEN_PLUGIN": "int8", "W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN": "int8",
+    "W4A16_MXFP4": "mxfp4",
+}
+
+
 def _weight_scheme(quant: dict) -> str:
     """The weight format a quantization_config stores, named as sits_doctor.memory weighs it:
     ModelOpt's ``quant_algo`` (FP8 / NVFP4) and compressed-tensors' weight ``num_bits`` / ``type``
@@ -171,7 +182,8 @@ def model_dims(model):
     heads, hidden = got["heads"], got["hidden"]
     if got["kv_heads"] is None and heads is not None:
         got["kv_heads"] = Value.derived(heads.value, f"num_attention_heads (no kv-head key: multi-head attention; {heads.prov})")
-    head_dim = _first(model, ("head_dim",))
+    engine = model.text_pointer == TRTLLM_PRETRAINED  # a TensorRT-LLM engine's pretrained_config
+    head_dim = _first(model, ("head_dim", "head_size") if engine else ("head_dim",))
     if head_dim is None and heads is not None and hidden is not None and heads.value:
         head_dim = Value.derived(hidden.value // heads.value,
                                  f"hidden_size {hidden.value} / num_attention_heads {heads.value}")
@@ -179,6 +191,8 @@ def model_dims(model):
     architecture = None
     if isinstance(arch, list) and arch and isinstance(arch[0], str):
         architecture = Value.of(_top_setting(model, "architectures"), arch[0])
+    elif engine and model.fact("architecture") is not None and isinstance(model.fact("architecture").value, str):
+        architecture = Value.of(model.fact("architecture"))
     model_type = _top(model, "model_type")
     dtype = next((Value.of(s) for s in (model.fact(k) or _top_setting(model, k) for k in DTYPE_KEYS)
                   if s is not None and isinstance(s.value, str)), None)
@@ -189,6 +203,13 @@ def model_dims(model):
     if isinstance(quant, dict) and isinstance(quant.get("quant_method"), str):
         quantization = Value.of(_top_setting(model, "quantization_config"), quant["quant_method"])
         scheme = Value.of(_top_setting(model, "quantization_config"), _weight_scheme(quant))
+    elif engine and isinstance(model.text.get("quantization"), dict):
+        algo = model.text["quantization"].get("quant_algo")
+        found = _TRTLLM_WEIGHTS.get(str(algo).upper()) if algo else None
+        if found:
+            setting = model.fact("quantization")
+            quantization = Value.of(setting, str(algo))
+            scheme = Value.of(setting, found)
     lengths = [_first(model, (k,)) for k in MAX_LENGTH_KEYS]
     present = [v for v in lengths if v is not None]
     max_positions = min(present, key=lambda v: v.value) if present else None

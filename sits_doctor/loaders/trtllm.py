@@ -27,8 +27,15 @@ def is_llmapi_yaml(data: Any) -> bool:
 
 
 def plan_from_engine(doc: SourceDoc) -> Plan:
+    """An engine's config.json: its build settings, and the model's shape in ``pretrained_config``."""
+    from sits_doctor.frameworks.transformers import TRTLLM_PRETRAINED
+    from sits_doctor.plan import ModelFacts
+
     settings = flatten(doc, doc.data)
+    pretrained = doc.data.get(TRTLLM_PRETRAINED.strip("/")) if isinstance(doc.data, dict) else None
+    model = ModelFacts(doc.path, doc.data, TRTLLM_PRETRAINED, doc) if isinstance(pretrained, dict) else None
     return Plan(
+        model=model,
         framework="trtllm",
         kind="trtllm-engine",
         label=f"TensorRT-LLM engine {doc.path}",
