@@ -124,13 +124,15 @@ FP8 = "fp8"  # the value the fix writes (e4m3 in vLLM and TensorRT-LLM)
 # TensorRT-LLM LLM-API: KvCacheConfig.dtype under kv_cache_config (tensorrt_llm/llmapi/llm_args.py).
 TRT_KV_CONFIG = "/kv_cache_config"
 TRT_KV_DTYPE = "dtype"
+TRT_BACKEND = "backend"
+TRT_PYTORCH = (None, "pytorch")  # unset: the PyTorch backend, the LLM API's default from 1.0
 
 
 def check(plan: Plan, ctx) -> Iterator[Finding]:
     from sits_doctor.capacity import predict_plan
 
-    if plan.framework == "trtllm" and plan.kind != "trtllm-llmapi":
-        return  # an engine's KV dtype is fixed when it is built
+    if plan.framework == "trtllm" and (plan.kind != "trtllm-llmapi" or plan.value(TRT_BACKEND) not in TRT_PYTORCH):
+        return  # an engine's KV dtype is fixed when it is built; kv_cache_config.dtype is PyTorch-backend only
     pred = predict_plan(plan)
     if (pred is None or pred.tokens is None or not pred.max_model_len or pred.max_concurrency is None
             or pred.startup_ok is not True):

@@ -282,3 +282,9 @@ def test_trtllm_without_kv_cache_config_shows_the_fix(tmp_path, monkeypatch):
 def test_trtllm_fp8_already_is_not_reported(tmp_path, monkeypatch):
     fake_trtllm_pool(monkeypatch)
     assert trt(tmp_path, monkeypatch, TRT.replace("kv_cache_config:\n", "kv_cache_config:\n  dtype: fp8\n")) == []
+
+
+def test_trtllm_tensorrt_backend_is_not_reported(tmp_path, monkeypatch):
+    # kv_cache_config.dtype is a PyTorch-backend option; a TensorRT engine's KV dtype is built in
+    fake_trtllm_pool(monkeypatch)
+    assert trt(tmp_path, monkeypatch, TRT + "backend: tensorrt\n") == []
