@@ -6,13 +6,15 @@ bf16/fp16 model, or `bfloat16` / `float16` written out) while the KV pool holds 
 requests of `max_model_len` tokens, on a GPU where vLLM keeps fp8 KV natively. It reports:
 - **warning**: `max_model_len` ≥ 32768 and fewer than 4 requests of that length fit in the
   predicted pool at once;
+  also when one max-length request may not fit in the 16-bit pool (SITS001's error or info) but
+  would in fp8: another way out than a shorter `max_model_len`;
 - **info**: the same with 4 to 8 such requests; or the GPU is given only by its memory size
   (`--gpu-memory`), so whether it has fp8 is unknown.
 
 It stays silent when `max_num_seqs` already caps the batch below the number that fits, when one
-max-length request does not fit at all (that is SITS001's error), on GPUs without native fp8
-(Ampere, Turing, Volta), and for ModelOpt checkpoints that declare `kv_cache_quant_algo: FP8`
-and leave `kv_cache_dtype` unset (recent vLLM turns `auto` into fp8 for them). The finding says
+max-length request would not fit even in fp8, on GPUs without native fp8 (Ampere, Turing,
+Volta), and for ModelOpt checkpoints that declare `kv_cache_quant_algo: FP8` and leave
+`kv_cache_dtype` unset (recent vLLM turns `auto` into fp8 for them). The finding says
 whether the checkpoint carries calibrated KV scales. TensorRT-LLM LLM-API files
 (`kv_cache_config.dtype`) are judged the same way once sits-doctor predicts TensorRT-LLM's KV
 pool; until then the rule says nothing about them.
@@ -134,9 +136,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     if plan.framework == "trtllm" and (plan.kind != "trtllm-llmapi" or plan.value(TRT_BACKEND) not in TRT_PYTORCH):
         return  # an engine's KV dtype is fixed when it is built; kv_cache_config.dtype is PyTorch-backend only
     pred = predict_plan(plan)
-    if (pred is None or pred.tokens is None or not pred.max_model_len or pred.max_concurrency is None
-            or pred.startup_ok is not True):
-        return  # no capacity model for this framework yet, facts missing, or SITS001's error
+    if pred is None or pred.tokens is None or not pred.max_model_len or pred.max_concurrency is None:
+        return  # no capacity model for this framework yet, or facts missing (SITS001 says which)
     facts = plan.facts
     serving, dims, gpu = facts.serving, facts.model, facts.gpu
     kv = serving.kv_cache_dtype
@@ -156,14 +157,18 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     if fit >= min(INFO_BELOW, cap or INFO_BELOW):
         return  # room for the long requests, or max_num_seqs caps the batch first
     severity = Severity.WARNING if fit < min(WARN_BELOW, cap or WARN_BELOW) else Severity.INFO
+    fits = pred.startup_ok is True  # else SITS001 reports the failure; fp8 may be another way out
 
     card = _catalog_card(gpu.name)
     at = kv.setting if explicit else (serving.max_model_len.setting if serving.max_model_len is not None else None)
     low, estimate, high = pred.tokens
     kv_shown = kv_name if explicit else f"auto: the model's {_model_dtype(dims)}"
     what = (f"KV cache in {_bits(kv_name, dims)} bits (kv_cache_dtype {kv_shown}) at max_model_len {length}: "
-            f"{gpu.name} holds about {fit:.1f} requests of that length at once ({estimate} KV tokens)")
+            + (f"{gpu.name} holds about {fit:.1f} requests of that length at once ({estimate} KV tokens)" if fits
+               else f"one request of that length may not fit on {gpu.name} ({estimate} KV tokens; see SITS001)"))
     if card is None:
+        if not fits:
+            return
         yield RULE.finding(
             plan, at,
             f"{what}; fp8 KV would hold twice as many, but whether {gpu.name} has fp8 is unknown "
@@ -177,13 +182,14 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         return  # no native fp8 (vLLM's default fp8-KV path needs SM 8.9+): see the docs
 
     alt = predict_plan(_with_kv_dtype(plan, FP8))
-    if alt is None or alt.tokens is None or alt.max_concurrency is None:
-        return
+    if alt is None or alt.tokens is None or alt.max_concurrency is None or (not fits and alt.startup_ok is not True):
+        return  # (when 16-bit KV does not fit, fp8 is worth saying only if it does)
     title = f"set the KV cache dtype to {FP8} (about {alt.max_concurrency:.1f} max-length requests at once)"
     fixes = [_fix(plan, kv if explicit else None, title)]
     yield RULE.finding(
         plan, at,
-        f"{what}; with fp8 KV about {alt.max_concurrency:.1f} ({alt.tokens[1]} tokens). {scales.message}",
+        f"{what}; with fp8 KV about {alt.max_concurrency:.1f}{'' if fits else ' fit'} ({alt.tokens[1]} tokens). "
+        f"{scales.message}",
         evidence=[
             f"GPU: {card.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source}); "
             f"{'compute capability ' if card.vendor == 'nvidia' else ''}{card.compute_capability} "
@@ -201,7 +207,7 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
             *pred.assumptions,
             f"target: {ctx.target}",
         ],
-        severity=severity,
+        severity=severity if fits else Severity.WARNING,
         fixes=fixes,
         fix_hint=f"set kv_cache_dtype {FP8} ({scales.hint})",
     )

@@ -133,6 +133,26 @@ def test_pass_when_one_request_does_not_fit(tmp_path, monkeypatch):
     assert run(tmp_path, monkeypatch, LLAMA, gpu="L4") == []
 
 
+LLAMA_70B = "model: meta-llama/Llama-3.1-70B-Instruct\nmax-model-len: 131072\n"
+
+
+def test_fail_when_only_fp8_lets_one_request_fit(tmp_path, monkeypatch):
+    # 70B on one MI300X: 131072 tokens of bf16 KV (40 GiB) do not fit beside the weights (SITS001),
+    # in fp8 about 1.9 such requests do
+    (f,) = run(tmp_path, monkeypatch, LLAMA_70B, gpu="MI300X")
+    assert f.severity.value == "warning"
+    assert "one request of that length may not fit on MI300X (124768 KV tokens; see SITS001); with fp8 KV about 1.9 fit" \
+        in f.message
+    assert "; gfx942 (CDNA 3): native fp8" in f.evidence[0]
+
+
+def test_pass_when_fp8_would_not_fit_either_or_the_gpu_lacks_it(tmp_path, monkeypatch):
+    assert run(tmp_path, monkeypatch, LLAMA_70B, gpu="H100") == []  # 131 GiB of weights on 80 GB
+    assert run(tmp_path, monkeypatch, LLAMA_70B + "tensor-parallel-size: 4\n", gpu="A100-80GBx4") == []  # no fp8
+    (f,) = run(tmp_path, monkeypatch, LLAMA_70B + "tensor-parallel-size: 4\n", gpu="H100x4")  # the same on Hopper
+    assert "about 3.6 requests" in f.message
+
+
 def test_fires_on_ada(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, LLAMA, gpu="L40S")
     assert "compute capability 8.9 (Ada Lovelace): native fp8" in "\n".join(f.evidence)
