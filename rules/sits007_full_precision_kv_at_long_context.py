@@ -149,7 +149,7 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         return
     explicit = kv is not None and kv.is_set
     scales = _kv_scales(dims)
-    if plan.framework == "vllm" and not explicit and scales.declares_fp8:
+    if plan.framework == "vllm" and (not explicit or kv_name == "auto") and scales.declares_fp8:
         return  # vLLM turns `auto` into fp8 for this checkpoint (resolve_kv_cache_dtype_string)
     fit = pred.max_concurrency
     seqs = serving.max_num_seqs.value if serving.max_num_seqs is not None else None

@@ -71,6 +71,12 @@ def test_fail_written_bfloat16_is_replaced(tmp_path, monkeypatch):
     assert [e.new for e in fix.edits] == ["fp8"]
 
 
+def test_fail_written_auto_is_replaced(tmp_path, monkeypatch):
+    (f,) = run(tmp_path, monkeypatch, LLAMA + "kv-cache-dtype: auto\n")
+    assert "(kv_cache_dtype auto)" in f.message
+    assert [e.new for e in f.fixes[0].edits] == ["fp8"]
+
+
 def test_fail_on_a_command_line_adds_the_flag(tmp_path, monkeypatch):
     write(tmp_path, "compose.yaml", "services:\n  vllm:\n    image: vllm/vllm-openai:v0.11.0\n"
                                     "    command: --model meta-llama/Llama-3.1-8B-Instruct --max-model-len 131072\n")
@@ -203,6 +209,7 @@ MODELOPT = {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_alg
 def test_modelopt_fp8_kv_checkpoint_left_to_auto_is_not_reported(tmp_path, monkeypatch):
     # vLLM resolves kv_cache_dtype auto to fp8 for it (resolve_kv_cache_dtype_string)
     assert run(tmp_path, monkeypatch, model_with(tmp_path, MODELOPT)) == []
+    assert run(tmp_path, monkeypatch, model_with(tmp_path, MODELOPT) + "kv-cache-dtype: auto\n") == []
 
 
 def test_modelopt_fp8_kv_checkpoint_forced_to_bf16_is_reported_with_its_scales(tmp_path, monkeypatch):
