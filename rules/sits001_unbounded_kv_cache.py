@@ -196,7 +196,6 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
 
 HF_LENGTH_STEP = 1024  # the max_length a fix writes is a multiple of this
 HF_OVERHEAD_GIB = 1.0  # CUDA context and activations of one sequence, left out of the room for KV
-SLIDING_BOUNDED = "5.0.0"  # transformers 5.x: DynamicCache keeps only the window on sliding layers
 
 
 def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
@@ -204,6 +203,7 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
     a step at a time, so generate() runs out of memory mid-answer; a static cache preallocates it
     all at the first call."""
     from sits_doctor import memory
+    from sits_doctor.frameworks.transformers import DYNAMIC_CACHE_SLIDING_BOUNDED
     from sits_doctor.versions import V
 
     dims, gpu = plan.facts.model, plan.facts.gpu
@@ -216,7 +216,7 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
         return
     cache = plan.settings.get("generation_config.cache_implementation")
     static = cache is not None and cache.value in ("static", "offloaded_static", "sliding_window", "hybrid")
-    kv, _ = memory.kv_bytes_per_token(dims, "auto", sliding_per_token=V(ctx.target.version) < V(SLIDING_BOUNDED))
+    kv, _ = memory.kv_bytes_per_token(dims, "auto", sliding_per_token=V(ctx.target.version) < V(DYNAMIC_CACHE_SLIDING_BOUNDED))
     weights, _ = memory.weights_bytes(dims)
     if kv is None or weights is None:
         return

@@ -73,6 +73,7 @@ class ModelDims(NamedTuple):
     params: Value | None = None  # parameter count (derived)
     param_parts: Value | None = None  # {"embeddings", "attention", "experts", "mlp"} (derived)
     weight_scheme: Value | None = None  # the stored weight format (fp8, int4, nvfp4 ...) read from quantization_config
+    stored_bytes: Value | None = None  # the checkpoint's size from model.safetensors.index.json, when beside the config
 
 
 class Serving(NamedTuple):

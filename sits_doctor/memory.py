@@ -148,6 +148,9 @@ def weights_bytes(dims, *, params: int | None = None, params_note: str = "",
 
     if dims is None:
         return None, "the model config"
+    if dims.stored_bytes is not None:  # the checkpoint's own index says how many bytes it holds
+        total = dims.stored_bytes.value
+        return Value.derived(total, f"{total / GIB:.2f} GiB as stored ({dims.stored_bytes.prov})"), None
     parts = dims.param_parts.value if dims.param_parts is not None else None
     if params is None and dims.params is not None:
         params, params_note = int(dims.params.value), str(dims.params.prov)

@@ -241,3 +241,19 @@ def test_v0_chunks_prefill_of_long_context_models_by_itself():
     assert vllm_memory.batched_tokens_default("0.6.3", gpu, "RTX-4090", 32768, None)[0] == 32768  # not above 32K
     assert vllm_memory.batched_tokens_default("0.5.3", gpu, "RTX-4090", 131072, None)[0] == 131072  # before #6666
     assert vllm_memory.batched_tokens_default("0.6.3", gpu, "RTX-4090", 131072, False)[0] == 131072  # turned off
+
+
+def test_weights_from_the_checkpoints_own_index_when_it_sits_beside_the_config(tmp_path):
+    from sits_doctor.loaders import load_model_config
+    from sits_doctor.loaders.hf import model_facts as facts_of
+
+    (tmp_path / "config.json").write_text(json.dumps(LLAMA_8B))
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(
+        {"metadata": {"total_size": 16060522496}, "weight_map": {"lm_head.weight": "model-00004-of-00004.safetensors"}}))
+    doc, sidecars, _ = load_model_config(tmp_path / "config.json")
+    value, _ = memory.weights_bytes(model_dims(facts_of(doc, sidecars)))
+    assert value.value == 16060522496 and "model.safetensors.index.json" in str(value.prov)
+    (tmp_path / "model.safetensors.index.json").write_text("{not json")
+    doc, sidecars, _ = load_model_config(tmp_path / "config.json")
+    value, _ = memory.weights_bytes(model_dims(facts_of(doc, sidecars)))
+    assert value.value == memory.weights_bytes(dims(LLAMA_8B))[0].value  # a broken index: computed from the shape

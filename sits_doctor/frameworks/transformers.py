@@ -139,6 +139,9 @@ def _first(model, keys, *, number: bool = True):
     return None
 
 
+# 5.x DynamicCache built from the model config holds only the window on sliding-window layers
+# (DynamicSlidingWindowLayer, src/transformers/cache_utils.py@v5.0.0)
+DYNAMIC_CACHE_SLIDING_BOUNDED = "5.0.0"
 TRTLLM_PRETRAINED = "/pretrained_config"  # where a TensorRT-LLM engine config.json keeps the model's shape
 # TensorRT-LLM QuantAlgo (tensorrt_llm/quantization/mode.py) → the stored weight format
 _TRTLLM_WEIGHTS = {
@@ -218,6 +221,9 @@ def model_dims(model):
         quantization=quantization, weight_scheme=scheme, max_positions=max_positions,
         **{k: got[k] for k in ALIASES},
     )
+    stored = getattr(model, "stored_weights", None)
+    if stored is not None:
+        dims = dims._replace(stored_bytes=Value.derived(stored[0], f"metadata.total_size of {stored[1]}"))
     tie = model.fact("tie_word_embeddings")
     tie = tie.value if tie is not None and isinstance(tie.value, bool) else model.data.get("tie_word_embeddings")
     return _with_params(dims, tie if isinstance(tie, bool) else None)

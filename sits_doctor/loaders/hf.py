@@ -70,7 +70,32 @@ def model_facts(doc: SourceDoc, sidecars: dict[str, SourceDoc] | None = None) ->
         doc=doc,
         generation=sidecars.get("generation_config.json"),
         quant=sidecars.get("hf_quant_config.json"),
+        stored_weights=stored_weights(doc.path),
     )
+
+
+WEIGHTS_INDEX = "model.safetensors.index.json"
+WEIGHTS_INDEX_LIMIT = 16 * 1024 * 1024  # an index lists every tensor; larger files are not read
+
+
+def stored_weights(config_path: str) -> tuple[int, str] | None:
+    """The checkpoint's size in bytes as its ``model.safetensors.index.json`` states it
+    (``metadata.total_size``, written by huggingface_hub / transformers' save_pretrained), when
+    that file sits beside the config; None otherwise (a missing, oversized or broken index is
+    not an error: the size is then computed from the shape)."""
+    import json
+    from pathlib import Path
+
+    index = Path(config_path).with_name(WEIGHTS_INDEX)
+    try:
+        if not index.is_file() or index.stat().st_size > WEIGHTS_INDEX_LIMIT:
+            return None
+        total = json.loads(index.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if isinstance(total, int) and not isinstance(total, bool) and total > 0:
+        return total, str(index)
+    return None
 
 
 def plan_from_config(doc: SourceDoc, sidecars: dict[str, SourceDoc] | None = None) -> Plan:
