@@ -3,11 +3,13 @@
 ## What it does
 Predicts, from the configs alone, whether vLLM can hold one request of `max_model_len` tokens in
 the KV cache it will size on the given GPU (and for ORT GenAI, whether the KV buffer it
-preallocates for `search.max_length` fits, and for transformers whether one sequence of a
+preallocates for `search.max_length` fits, for TensorRT-LLM whether one `max_seq_len` sequence fits the
+pool it sizes from the free memory, and for transformers whether one sequence of a
 `generation_config.json`'s `max_length` fits beside the weights) — the check vLLM itself runs only
 after the weights are loaded, minutes into the start. It reports:
 - **error**: one max-length request does not fit (vLLM refuses to start, with the message it
-  would print), or the weights alone exceed `gpu_memory_utilization`'s budget;
+  would print; TensorRT-LLM starts but silently shrinks the attention window and `max_seq_len`
+  to what fits, with the warning it would log), or the weights alone exceed the GPU;
 - **warning**: `max_model_len` is left to the model's full context and fewer than two
   max-length requests fit at once; a transformers `max_length` with no `max_new_tokens` whose KV
   cache (DynamicCache grows a token at a time) outgrows the GPU mid-answer (an error when
@@ -62,6 +64,12 @@ bench/results/capacity-accuracy.md in the sits-doctor repository.
   `search.max_length = context_length` (`src/python/py/models/builder.py@v0.11.0`),
   https://onnxruntime.ai/docs/genai/howto/past-present-share-buffer.html, and the failures in
   https://github.com/microsoft/onnxruntime-genai/issues/1379 and /issues/550.
+- TensorRT-LLM: the pool is `free_gpu_memory_fraction` of the memory free after the model
+  (`KVCacheManager::calculateMaxNumBlocks` in `cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp`;
+  the PyTorch backend's `KvCacheCreator` in `tensorrt_llm/_torch/pyexecutor/_util.py`,
+  https://nvidia.github.io/TensorRT-LLM/reference/memory.html); the window shrink and its
+  messages (`resource_manager.py`, https://github.com/NVIDIA/TensorRT-LLM/pull/5151;
+  `fail_fast_on_attention_window_too_large`, https://github.com/NVIDIA/TensorRT-LLM/pull/5974).
 - transformers: `DynamicCache.update` concatenates every step's keys and values
   (`src/transformers/cache_utils.py@v4.45.0`; `DynamicLayer.update@v5.24.0`, where a cache
   built from the model config keeps only the window on sliding layers);
@@ -85,9 +93,9 @@ from sits_doctor.rule import Rule
 RULE = Rule(
     code="SITS001",
     name="unbounded-kv-cache",
-    summary="the KV cache for the configured length cannot fit on this GPU (vLLM's pool, ORT GenAI's preallocation, transformers' generate), or barely does",
+    summary="the KV cache for the configured length cannot fit on this GPU (vLLM's pool, TensorRT-LLM's window, ORT GenAI's preallocation, transformers' generate), or barely does",
     severity=Severity.ERROR,
-    frameworks=("vllm", "ortgenai", "hf"),
+    frameworks=("vllm", "trtllm", "ortgenai", "hf"),
     needs=("model", "gpu"),
 )
 
@@ -100,6 +108,9 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         return
     if plan.framework == "hf":
         yield from _transformers(plan, ctx)
+        return
+    if plan.framework == "trtllm":
+        yield from _trtllm(plan, ctx)
         return
     from sits_doctor.capacity import predict_plan
 
@@ -250,3 +261,59 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
                        fix_hint=(f"set max_new_tokens (or max_length ≤ {bound}); for fixed-shape serving, "
                                  "cache_implementation: static with that bound" if bound > 0
                                  else "use a GPU with more memory or a quantized checkpoint"))
+
+
+def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
+    """TensorRT-LLM starts even when one max_seq_len sequence does not fit its KV pool: it shrinks
+    the attention window (and max_seq_len) to what fits and logs a warning."""
+    from sits_doctor.capacity import predict_plan
+
+    pred = predict_plan(plan)
+    if pred is None or pred.tokens is None or not pred.max_model_len:
+        if pred is not None and pred.missing:
+            yield RULE.finding(plan, plan.anchor, f"cannot size the KV cache: {'; '.join(pred.missing)}",
+                               severity=Severity.INFO)
+        return
+    low, estimate, high = pred.tokens
+    length = pred.max_model_len
+    engine = plan.kind == "trtllm-engine"
+    at = plan.settings.get("build_config.max_seq_len" if engine else "max_seq_len")
+    gpu = plan.facts.gpu
+    where = f"{gpu.name} ({gpu.memory_gib:.2f} GiB)"
+    evidence = [f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})" + (f"; {gpu.note}" if gpu.note else ""),
+                *pred.steps, *pred.assumptions, f"target: {ctx.target}"]
+    how = "as set" if at is not None else "not set: the model's maximum"
+    block = plan.facts.serving.block_size
+    step = int(block.value) if block is not None and isinstance(block.value, int) and block.value > 0 else 1
+    bound = low // step * step
+    if pred.startup_ok is False:
+        fixes = []
+        if not engine and bound > 0:
+            title = f"set max_seq_len to {bound} (what one sequence can hold at the low estimate)"
+            fixes.append(edit.replace_value(at, bound, title, Safety.UNSAFE) if at is not None
+                         else add_option(plan, "max_seq_len", bound, title, Safety.UNSAFE))
+        yield RULE.finding(
+            plan, at if at is not None else plan.anchor,
+            f"max_seq_len {length} ({how}) does not fit one sequence in the KV pool {ctx.target.name} sizes on "
+            f"{where} (about {estimate} tokens): it starts anyway and shrinks the attention window — "
+            f'"{pred.startup_reason}"',
+            evidence=evidence, fixes=fixes,
+            fix_hint=_trtllm_hint(engine, bound),
+        )
+    elif pred.startup_ok is None:
+        yield RULE.finding(
+            plan, at if at is not None else plan.anchor,
+            f"max_seq_len {length} ({how}) may not fit one sequence on {where}: the predicted KV pool is {low}–{high} "
+            f"tokens (estimate {estimate}); below {length} {ctx.target.name} shrinks the attention window",
+            evidence=evidence, severity=Severity.INFO,
+            fix_hint=f"set max_seq_len ≤ {bound} to be sure, or check `sits-doctor capacity` with --gpu-memory",
+        )
+
+
+def _trtllm_hint(engine: bool, bound: int) -> str:
+    if bound <= 0:
+        return "use more GPUs (tensor/pipeline parallelism) or a quantized checkpoint"
+    if engine:
+        return f"rebuild the engine with trtllm-build --max_seq_len ≤ {bound}"
+    return (f"set max_seq_len ≤ {bound}, or fail_fast_on_attention_window_too_large: true to refuse to start "
+            "instead of shrinking")

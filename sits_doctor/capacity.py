@@ -148,10 +148,61 @@ def for_plan(plan) -> dict:
     return out
 
 
+def predict_trtllm(dims, *, version: str, backend: str, memory_bytes: float | None, fraction: float | None,
+                   max_seq_len: int | None, tp: int = 1, pp: int = 1, kv_dtype: str | None = "auto",
+                   max_tokens: int | None = None, tokens_per_block: int | None = None,
+                   max_num_tokens: int | None = None, max_batch_size: int | None = None,
+                   cuda_graphs: bool = True, max_input_len: int | None = None, fail_fast: bool = False) -> Prediction:
+    """The KV pool TensorRT-LLM ``version`` would size on this GPU, and whether one ``max_seq_len``
+    sequence fits it — when it does not, TensorRT-LLM shrinks the attention window and logs it
+    (:mod:`sits_doctor.frameworks.trtllm_memory`)."""
+    from sits_doctor import memory
+    from sits_doctor.frameworks import trtllm_memory
+
+    missing, steps = [], []
+    kv, why = memory.kv_bytes_per_token(dims, kv_dtype, tp=tp, pp=pp, sliding_per_token=True)
+    if kv is None:
+        missing.append(why)
+    else:
+        steps.append(f"KV per token: {kv.prov}")
+    weights, why = memory.weights_bytes(dims)
+    if weights is None:
+        missing.append(why)
+    else:
+        steps.append(f"weights: {weights.prov}")
+    if memory_bytes is None:
+        missing.append("the GPU's memory (pass --gpu NAME[xN] or --gpu-memory SIZE)")
+    if missing:
+        return Prediction("trtllm", kv.value if kv else None, weights.value if weights else None, None, max_seq_len,
+                          None, None, None, tuple(steps), (), tuple(missing))
+
+    def num(x):
+        return int(x.value) if x is not None and isinstance(x.value, (int, float)) else None
+
+    p = trtllm_memory.pool(
+        version=version, backend=backend, memory_bytes=memory_bytes, weights_bytes=weights.value,
+        kv_bytes_per_token=kv.value, fraction=fraction, max_tokens=max_tokens, tokens_per_block=tokens_per_block,
+        max_num_tokens=max_num_tokens or trtllm_memory.MAX_NUM_TOKENS_DEFAULT,
+        max_batch_size=max_batch_size or trtllm_memory.MAX_BATCH_SIZE_DEFAULT, hidden=num(dims.hidden),
+        intermediate=num(dims.intermediate), vocab=num(dims.vocab), tp=tp, pp=pp, max_seq_len=max_seq_len,
+        cuda_graphs=cuda_graphs)
+    steps += list(p.steps)
+    ok = reason = concurrency = None
+    if max_seq_len:
+        ok, reason = trtllm_memory.window_check(max_seq_len, p, version, backend, max_input_len=max_input_len,
+                                                fail_fast=fail_fast)
+        concurrency = p.estimate / max_seq_len
+    return Prediction("trtllm", kv.value, weights.value, (p.low, p.estimate, p.high), max_seq_len, concurrency, ok,
+                      reason, tuple(steps), tuple(p.assumptions))
+
+
 def predict_plan(plan) -> Prediction | None:
-    """:func:`predict_vllm` on a vLLM plan's effective facts; None for other frameworks."""
+    """:func:`predict_vllm` / :func:`predict_trtllm` on a plan's effective facts; None for other
+    frameworks."""
     facts = plan.facts
     serving = facts.serving if facts is not None else None
+    if plan.framework == "trtllm" and serving is not None:
+        return _predict_trtllm_plan(plan)
     if plan.framework != "vllm" or serving is None:
         return None
     gpu = facts.gpu
@@ -175,6 +226,45 @@ def predict_plan(plan) -> Prediction | None:
         pred = pred._replace(assumptions=pred.assumptions + (
             f"{ranks} ranks on {gpu.count} GPU(s) as given: each rank is taken to have a GPU of its own",))
     return pred
+
+
+def _predict_trtllm_plan(plan) -> Prediction:
+    from sits_doctor.frameworks import trtllm_memory
+
+    facts, serving = plan.facts, plan.facts.serving
+    gpu, dims = facts.gpu, facts.model
+
+    def v(x, default=None):
+        return x.value if x is not None and x.value is not None else default
+
+    def written(key):
+        s = plan.settings.get(key)
+        return s.value if s is not None and not s.templated and isinstance(s.value, (int, float)) else None
+
+    version = plan.target.version
+    engine = plan.kind == "trtllm-engine"
+    backend = (trtllm_memory.TENSORRT if engine or plan.value("backend") in ("tensorrt", "trt")
+               else trtllm_memory.PYTORCH if plan.value("backend") in ("pytorch", "_autodeploy")
+               else trtllm_memory.default_backend(version))
+    length = v(serving.max_model_len)
+    assumptions = []
+    if not isinstance(length, int) and dims is not None and dims.max_positions is not None:
+        length = int(dims.max_positions.value)
+        assumptions.append(f"max_seq_len not set: the model's {length} ({dims.max_positions.prov})")
+    fraction = serving.memory_fraction
+    kv_dtype = str(v(serving.kv_cache_dtype, "auto")).lower()
+    pred = predict_trtllm(
+        dims, version=version, backend=backend,
+        memory_bytes=gpu.memory_gib * GIB if gpu is not None and gpu.memory_gib else None,
+        fraction=float(fraction.value) if fraction is not None and fraction.is_set else None,
+        max_seq_len=length if isinstance(length, int) and length > 0 else None,
+        tp=int(v(serving.tensor_parallel, 1)), pp=int(v(serving.pipeline_parallel, 1)), kv_dtype=kv_dtype,
+        max_tokens=written("kv_cache_config.max_tokens"), tokens_per_block=v(serving.block_size),
+        max_num_tokens=v(serving.max_num_batched_tokens), max_batch_size=v(serving.max_num_seqs),
+        cuda_graphs=bool(v(serving.cuda_graphs, True)),
+        max_input_len=written("build_config.max_input_len" if engine else "max_input_len"),
+        fail_fast=plan.value("fail_fast_on_attention_window_too_large") is True)
+    return pred._replace(assumptions=tuple(assumptions) + pred.assumptions)
 
 
 def gib(n: float | None) -> str:

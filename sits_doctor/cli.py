@@ -24,7 +24,14 @@ ABOUT = ("Lint LLM inference deployment configs: Hugging Face, vLLM, TensorRT-LL
 
 def main(argv: list[str] | None = None) -> None:
     """The console entry point: run ``sits-doctor ARGV`` and exit with its code."""
-    sys.exit(run(sys.argv[1:] if argv is None else list(argv)))
+    try:
+        code = run(sys.argv[1:] if argv is None else list(argv))
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat and grep do
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+    sys.exit(code)
 
 
 def run(argv: list[str]) -> int:

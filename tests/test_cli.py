@@ -720,3 +720,15 @@ def test_quiet_prints_only_what_fails_and_repeats_are_folded(tmp_path, hermetic)
     assert len(infos) == 3
     assert "  = and 1997 more like it (same message, other deployments)" in full.stdout
     assert "Found 2000 finding(s) (2000 info)" in full.stdout
+
+
+def test_a_reader_that_goes_away_ends_the_run_quietly():
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "sits_doctor", "rules"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()  # `sits-doctor rules | head -0`: nothing will be read
+    err = proc.stderr.read()
+    proc.wait()
+    assert proc.returncode == 141 and b"Traceback" not in err and b"BrokenPipe" not in err

@@ -125,6 +125,8 @@ FAIL_FAST_OPTION = "1.0.0"  # fail_fast_on_attention_window_too_large (PR #5974)
 WINDOW_VEC_MESSAGE = "1.0.0"  # "maxAttentionWindowVec too large ... Old: (..), New: (..)" (C++)
 PYTORCH_WINDOW_MESSAGE = "1.0.0"  # "Attention window size w exceeds upper bound u ..." (PR #5151)
 MAX_TOKENS_ALWAYS_MIN = "1.0.0"  # C++: max_tokens is min'ed with the default fraction even when no fraction is set
+MAX_NUM_TOKENS_DEFAULT = 8192  # BuildConfig.max_num_tokens / LlmArgs.max_num_tokens (since 0.11)
+MAX_BATCH_SIZE_DEFAULT = 2048  # BuildConfig.max_batch_size since 0.14 (256 in 0.11–0.13); trtllm-serve's default
 TRT_ENGINE_TOKENS_PER_BLOCK = 64  # build.py --tokens_per_block default (0.5.0 L313); logs of later engines show 64
 
 # Memory outside the model that no config states. CUDA context, cuBLAS/cuDNN workspaces (and

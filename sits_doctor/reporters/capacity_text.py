@@ -19,17 +19,20 @@ def _one(r: dict) -> str:
     where = f"{gpu.get('count', 1)}× {name}, {gpu['memory_bytes'] / GIB:.2f} GiB each" if gpu.get("memory_bytes") else "no GPU given"
     tokens = r["kv_cache_tokens"]
     start = r["startup"]
-    verdict = {True: "starts: one max-length request fits", False: "FAILS AT STARTUP",
+    trt = r["framework"] == "trtllm"
+    verdict = {True: "starts: one max-length request fits",
+               False: "WINDOW SHRUNK: one max_seq_len sequence does not fit" if trt else "FAILS AT STARTUP",
                None: "cannot tell"}[start["ok"]]
+    length_key = "max_seq_len" if trt else MAX_LEN_KEY
     lines = [f"{r['path']}  ({r['framework']}, model {r['model'] or 'unknown'}, {where})",
              _row("weights", f"{r['weights_bytes'] / GIB:.2f} GiB (all ranks)" if r["weights_bytes"] else "?"),
              _row("KV per token", f"{r['kv_bytes_per_token'] / 1024:.1f} KiB per rank" if r["kv_bytes_per_token"] else "?"),
              _row("KV pool", f"{tokens['estimate']} tokens per rank (range {tokens['low']}–{tokens['high']})" if tokens else "?"),
-             _row(MAX_LEN_KEY, str(r[MAX_LEN_KEY] or "?")),
-             _row("concurrency", f"{r['max_concurrency']}× at max_model_len" if r["max_concurrency"] is not None else "?"),
+             _row(length_key, str(r[MAX_LEN_KEY] or "?")),
+             _row("concurrency", f"{r['max_concurrency']}× at {length_key}" if r["max_concurrency"] is not None else "?"),
              _row("verdict", verdict)]
     if start["reason"]:
-        lines.append(f"  vLLM would say: {start['reason']}")
+        lines.append(f"  {'TensorRT-LLM' if trt else 'vLLM'} would say: {start['reason']}")
     if r["steps"]:
         lines.append("  arithmetic:")
         lines += [f"    {s}" for s in r["steps"]]

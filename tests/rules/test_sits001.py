@@ -240,3 +240,57 @@ def test_hf_fix_writes_a_length_that_no_longer_fires(tmp_path, monkeypatch):
     written = json.loads((tmp_path / "model" / "generation_config.json").read_text())
     assert written["max_length"] < 131072 and written["max_length"] % 1024 == 0
     assert hf(tmp_path, monkeypatch, written).findings == []
+
+
+# --- TensorRT-LLM: the attention window shrinks instead of a failed start ----------------------
+def trt(tmp_path, monkeypatch, text: str, gpu: str = "L4", target: str = "trtllm==1.0.0"):
+    write(tmp_path, "llm_api.yaml", "model: meta-llama/Llama-3.1-8B-Instruct\nmax_num_tokens: 8192\n" + text)
+    monkeypatch.chdir(tmp_path)
+    return check(["llm_api.yaml"], CheckOptions(targets=[target], isolated=True, select=["SITS001"], gpu=gpu))
+
+
+def test_fail_trtllm_full_context_shrinks_the_window_with_the_pytorch_message(tmp_path, monkeypatch):
+    (f,) = trt(tmp_path, monkeypatch, "max_seq_len: 131072\n").findings
+    assert f.severity.value == "error" and "shrinks the attention window" in f.message
+    assert "Attention window size 131072 exceeds upper bound" in f.message  # the PyTorch backend's log, 1.0+
+    (fix,) = f.fixes
+    bound = int(fix.title.split()[3])
+    assert fix.safety.value == "unsafe" and bound % 32 == 0 and bound < 131072  # whole blocks of 32
+
+
+def test_trtllm_unset_max_seq_len_is_the_models_and_the_fix_adds_it(tmp_path, monkeypatch):
+    (f,) = trt(tmp_path, monkeypatch, "max_batch_size: 8\n").findings
+    assert "max_seq_len 131072 (not set: the model's maximum)" in f.message
+    (fix,) = f.fixes
+    assert fix.edits and "max_seq_len: " in fix.edits[0].new
+
+
+def test_trtllm_tensorrt_backend_logs_the_cpp_message(tmp_path, monkeypatch):
+    (f,) = trt(tmp_path, monkeypatch, "backend: tensorrt\nmax_seq_len: 131072\nmax_batch_size: 8\n").findings
+    assert "maxAttentionWindowVec too large to fit at least one sequence in kvCache. Old: (131072)" in f.message
+
+
+def test_trtllm_fail_fast_refuses_instead(tmp_path, monkeypatch):
+    (f,) = trt(tmp_path, monkeypatch, "backend: tensorrt\nmax_seq_len: 131072\nmax_batch_size: 8\n"
+                                      "fail_fast_on_attention_window_too_large: true\n").findings
+    assert "Failing fast" in f.message
+
+
+@pytest.mark.parametrize(("text", "gpu", "why"), [
+    ("max_seq_len: 16384\n", "L4", "one sequence fits"),
+    ("max_seq_len: 131072\n", "H100", "80 GB hold 131072 tokens of 128 KiB"),
+])
+def test_pass_trtllm_one_sequence_fits(tmp_path, monkeypatch, text, gpu, why):
+    assert trt(tmp_path, monkeypatch, text, gpu=gpu).findings == [], why
+
+
+def test_trtllm_fraction_applies_to_free_memory(tmp_path, monkeypatch):
+    from sits_doctor.capacity import predict_plan
+
+    report = trt(tmp_path, monkeypatch, "max_seq_len: 16384\nkv_cache_config:\n  free_gpu_memory_fraction: 0.5\n")
+    (plan,) = report.deployments
+    half = predict_plan(plan)
+    report = trt(tmp_path, monkeypatch, "max_seq_len: 16384\nkv_cache_config:\n  free_gpu_memory_fraction: 0.9\n")
+    (plan,) = report.deployments
+    most = predict_plan(plan)
+    assert abs(half.tokens[1] / most.tokens[1] - 0.5 / 0.9) < 0.01  # a share of what is free, not of the total
