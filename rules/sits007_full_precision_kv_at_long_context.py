@@ -128,6 +128,10 @@ TRT_KV_CONFIG = "/kv_cache_config"
 TRT_KV_DTYPE = "dtype"
 TRT_BACKEND = "backend"
 TRT_PYTORCH = (None, "pytorch")  # unset: the PyTorch backend, the LLM API's default from 1.0
+# How each framework names the length and the KV dtype in messages.
+NAMES = {"vllm": ("max_model_len", "kv_cache_dtype"), "trtllm": ("max_seq_len", "kv_cache_config.dtype")}
+# What vLLM does without checkpoint scales (kv_cache.py BaseKVCacheMethod); not stated for TensorRT-LLM.
+SCALE_ONE = {"vllm": ": K and V are quantized with scale 1.0"}
 
 
 def check(plan: Plan, ctx) -> Iterator[Finding]:
@@ -148,7 +152,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     if length < LONG_CONTEXT:
         return
     explicit = kv is not None and kv.is_set
-    scales = _kv_scales(dims)
+    scales = _kv_scales(dims, SCALE_ONE.get(plan.framework, ""))
+    len_name, dtype_name = NAMES[plan.framework]
     if plan.framework == "vllm" and (not explicit or kv_name == "auto") and scales.declares_fp8:
         return  # vLLM turns `auto` into fp8 for this checkpoint (resolve_kv_cache_dtype_string)
     fit = pred.max_concurrency
@@ -163,7 +168,7 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     at = kv.setting if explicit else (serving.max_model_len.setting if serving.max_model_len is not None else None)
     low, estimate, high = pred.tokens
     kv_shown = kv_name if explicit else f"auto: the model's {_model_dtype(dims)}"
-    what = (f"KV cache in {_bits(kv_name, dims)} bits (kv_cache_dtype {kv_shown}) at max_model_len {length}: "
+    what = (f"KV cache in {_bits(kv_name, dims)} bits ({dtype_name} {kv_shown}) at {len_name} {length}: "
             + (f"{gpu.name} holds about {fit:.1f} requests of that length at once ({estimate} KV tokens)" if fits
                else f"one request of that length may not fit on {gpu.name} ({estimate} KV tokens; see SITS001)"))
     if card is None:
@@ -194,11 +199,11 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
             f"GPU: {card.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source}); "
             f"{'compute capability ' if card.vendor == 'nvidia' else ''}{card.compute_capability} "
             f"({card.architecture}): native fp8",
-            f"max_model_len {length} ({serving.max_model_len.prov})" if serving.max_model_len is not None
-            else f"max_model_len {length}",
-            f"kv_cache_dtype {kv_name} ({kv.prov})" if kv is not None else f"kv_cache_dtype {kv_name} (not set)",
+            f"{len_name} {length} ({serving.max_model_len.prov})" if serving.max_model_len is not None
+            else f"{len_name} {length}",
+            f"{dtype_name} {kv_name} ({kv.prov})" if kv is not None else f"{dtype_name} {kv_name} (not set)",
             *pred.steps,
-            f"requests of max_model_len at once = {estimate} / {length} = {fit:.2f} (range "
+            f"requests of {len_name} at once = {estimate} / {length} = {fit:.2f} (range "
             f"{low / length:.2f}–{high / length:.2f})",
             *(f"with fp8: {s}" for s in alt.steps if s.startswith(("KV per token", "KV pool"))),
             f"with fp8: requests at once = {alt.tokens[1]} / {length} = {alt.max_concurrency:.2f}",
@@ -209,7 +214,7 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         ],
         severity=severity if fits else Severity.WARNING,
         fixes=fixes,
-        fix_hint=f"set kv_cache_dtype {FP8} ({scales.hint})",
+        fix_hint=f"set {dtype_name} {FP8} ({scales.hint})",
     )
 
 
@@ -272,12 +277,13 @@ class Scales(NamedTuple):
     declares_fp8: bool = False  # the checkpoint asks for an fp8 KV cache itself (ModelOpt)
 
 
-def _kv_scales(dims) -> Scales:
-    """Whether the served checkpoint carries calibrated K/V scales (from its quantization_config)."""
+def _kv_scales(dims, scale_one: str = "") -> Scales:
+    """Whether the served checkpoint carries calibrated K/V scales (from its quantization_config);
+    ``scale_one`` says what the framework does without them (": K and V are quantized with ...")."""
     quant = dims.quantization if dims is not None else None
     none_hint = "no KV scales in the checkpoint: check accuracy, or calibrate them with llm-compressor"
     if quant is None:
-        return Scales(False, "The checkpoint carries no KV scales: K and V are quantized with scale 1.0.",
+        return Scales(False, f"The checkpoint carries no KV scales{scale_one}.",
                       "none: the model config has no quantization_config", none_hint)
     method = str(quant.value)
     config = quant.setting.value if quant.setting is not None and isinstance(quant.setting.value, dict) else {}
@@ -288,8 +294,8 @@ def _kv_scales(dims) -> Scales:
             shape = ", ".join(f"{k} {scheme[k]}" for k in ("type", "num_bits", "strategy") if k in scheme)
             return Scales(True, f"The checkpoint carries calibrated KV scales (kv_cache_scheme: {shape}).",
                           f"kv_cache_scheme {{{shape}}} in {where}", "the checkpoint's KV scales are used")
-        return Scales(False, "The checkpoint (compressed-tensors, no kv_cache_scheme) carries no KV scales: "
-                             "K and V are quantized with scale 1.0.",
+        return Scales(False, "The checkpoint (compressed-tensors, no kv_cache_scheme) carries no KV scales"
+                             f"{scale_one}.",
                       f"none: no kv_cache_scheme in {where}", none_hint)
     if method.startswith("modelopt"):
         inner = config.get("quantization") if isinstance(config.get("quantization"), dict) else config
@@ -300,16 +306,15 @@ def _kv_scales(dims) -> Scales:
             return Scales(True, f"The checkpoint carries calibrated KV scales (ModelOpt kv_cache_quant_algo {algo}).",
                           f"kv_cache_quant_algo {algo} in {where}", "the checkpoint's KV scales are used",
                           declares_fp8=str(algo).lower() == FP8)
-        return Scales(False, "The checkpoint (ModelOpt, no kv_cache_quant_algo) carries no KV scales: "
-                             "K and V are quantized with scale 1.0.",
+        return Scales(False, f"The checkpoint (ModelOpt, no kv_cache_quant_algo) carries no KV scales{scale_one}.",
                       f"none: no kv_cache_quant_algo in {where}", none_hint)
     if method == FP8:
-        return Scales(None, "Whether this fp8 checkpoint stores k_scale/v_scale is not in its config.json; "
-                            "without them K and V are quantized with scale 1.0.",
+        return Scales(None, "Whether this fp8 checkpoint stores k_scale/v_scale is not in its config.json"
+                            + (f"; without them{scale_one.removeprefix(':')}." if scale_one else "."),
                       f"unknown: quant_method fp8 in {where} (scales, if any, are weight tensors)",
-                      "scale 1.0 unless the checkpoint stores k_scale/v_scale")
-    return Scales(False, f"The checkpoint ({method}: weights only) carries no KV scales: K and V are quantized "
-                         "with scale 1.0.", f"none: quant_method {method} in {where}", none_hint)
+                      "check whether the checkpoint stores k_scale/v_scale")
+    return Scales(False, f"The checkpoint ({method}: weights only) carries no KV scales{scale_one}.",
+                  f"none: quant_method {method} in {where}", none_hint)
 
 
 def _fix(plan: Plan, written, title: str) -> Fix | None:

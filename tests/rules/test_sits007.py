@@ -260,6 +260,10 @@ def trt(tmp_path, monkeypatch, text: str):
 
 
 def test_trtllm_without_a_capacity_prediction_says_nothing(tmp_path, monkeypatch):
+    import sits_doctor.capacity as capacity
+
+    real = capacity.predict_plan
+    monkeypatch.setattr(capacity, "predict_plan", lambda plan: None if plan.framework == "trtllm" else real(plan))
     assert trt(tmp_path, monkeypatch, TRT) == []
 
 
@@ -286,7 +290,10 @@ def test_trtllm_with_a_prediction_adds_dtype_to_kv_cache_config(tmp_path, monkey
     fake_trtllm_pool(monkeypatch)
     (f,) = trt(tmp_path, monkeypatch, TRT)
     assert f.severity.value == "warning"
-    assert "about 3.1 requests of that length" in f.message and "with fp8 KV about 6.1" in f.message
+    assert f.message.startswith("KV cache in 16 bits (kv_cache_config.dtype auto: the model's bfloat16) at "
+                                "max_seq_len 131072: H100-SXM-80GB holds about 3.1 requests")
+    assert "with fp8 KV about 6.1" in f.message
+    assert f.message.endswith("The checkpoint carries no KV scales.")  # what TensorRT-LLM does then: not stated
     (fix,) = f.fixes
     assert fix.safety.value == "unsafe"
     assert [e.new for e in fix.edits] == ["  dtype: fp8\n"]
