@@ -129,7 +129,7 @@ TRT_KV_DTYPE = "dtype"
 TRT_BACKEND = "backend"
 TRT_PYTORCH = (None, "pytorch")  # unset: the PyTorch backend, the LLM API's default from 1.0
 # How each framework names the length and the KV dtype in messages.
-NAMES = {"vllm": ("max_model_len", "kv_cache_dtype"), "trtllm": ("max_seq_len", "kv_cache_config.dtype")}
+NAMES = {"vllm": (fw.MAX_MODEL_LEN, None), "trtllm": ("max_seq_len", "kv_cache_config.dtype")}  # None: _vllm_option()
 # What vLLM does without checkpoint scales (kv_cache.py BaseKVCacheMethod); not stated for TensorRT-LLM.
 SCALE_ONE = {"vllm": ": K and V are quantized with scale 1.0"}
 
@@ -154,6 +154,7 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     explicit = kv is not None and kv.is_set
     scales = _kv_scales(dims, SCALE_ONE.get(plan.framework, ""))
     len_name, dtype_name = NAMES[plan.framework]
+    dtype_name = dtype_name or _vllm_option()
     if plan.framework == "vllm" and (not explicit or kv_name == "auto") and scales.declares_fp8:
         return  # vLLM turns `auto` into fp8 for this checkpoint (resolve_kv_cache_dtype_string)
     fit = pred.max_concurrency
