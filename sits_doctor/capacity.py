@@ -220,12 +220,21 @@ def predict_plan(plan) -> Prediction | None:
         max_model_len=int(max_len) if isinstance(max_len, (int, float)) and max_len > 0 else None,
         max_num_batched_tokens=v(serving.max_num_batched_tokens), chunked_prefill=v(serving.chunked_prefill),
         max_num_seqs=v(serving.max_num_seqs), block_size=v(serving.block_size),
-        cuda_graphs=bool(v(serving.cuda_graphs, True)))
+        cuda_graphs=bool(v(serving.cuda_graphs, True)), kv_cache_memory_bytes=_kv_cache_memory(plan))
     ranks = int(v(serving.tensor_parallel, 1)) * int(v(serving.pipeline_parallel, 1))
     if gpu is not None and gpu.count and ranks > gpu.count:
         pred = pred._replace(assumptions=pred.assumptions + (
             f"{ranks} ranks on {gpu.count} GPU(s) as given: each rank is taken to have a GPU of its own",))
     return pred
+
+
+def _kv_cache_memory(plan) -> float | None:
+    """vLLM's ``kv_cache_memory_bytes`` when it is written as a number of bytes."""
+    from sits_doctor.frameworks.vllm import KV_CACHE_MEMORY_BYTES
+
+    s = plan.settings.get(KV_CACHE_MEMORY_BYTES)
+    value = s.value if s is not None and not s.templated else None
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
 def _predict_trtllm_plan(plan) -> Prediction:

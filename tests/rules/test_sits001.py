@@ -294,3 +294,9 @@ def test_trtllm_fraction_applies_to_free_memory(tmp_path, monkeypatch):
     (plan,) = report.deployments
     most = predict_plan(plan)
     assert abs(half.tokens[1] / most.tokens[1] - 0.5 / 0.9) < 0.01  # a share of what is free, not of the total
+
+
+def test_kv_cache_memory_bytes_sizes_the_pool_without_profiling(tmp_path, monkeypatch):
+    (f,) = run(tmp_path, monkeypatch, LLAMA + "kv-cache-memory-bytes: 4294967296\n", target="vllm==0.11.0").findings
+    assert "kv_cache_memory_bytes = 4.00 GiB (set: no profiling)" in f.evidence
+    assert "estimated maximum model length is 32768" in f.message  # 4 GiB / 128 KiB per token
