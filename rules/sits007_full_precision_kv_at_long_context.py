@@ -337,11 +337,5 @@ def _fix(plan: Plan, written, title: str) -> Fix | None:
 
 
 def _vllm_option() -> str:
-    """vLLM's name for the KV-dtype option: frameworks/vllm.py's constant once it has one, until
-    then the option of that module's table that Serving's KV-dtype fact is named after."""
-    from sits_doctor.facts import Serving
-
-    name = getattr(fw, "KV_CACHE_DTYPE", None)
-    if name is None:
-        name = next(f for f in Serving._fields if f in fw.OPTIONS and f.endswith("_dtype"))
-    return name
+    """vLLM's name for the KV-dtype option."""
+    return fw.KV_CACHE_DTYPE

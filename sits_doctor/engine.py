@@ -261,10 +261,11 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
 
                 detail = traceback.format_exc() if opts.debug else repr(exc)
                 report.internal_errors.append(f"{rule.code} crashed on {plan.label}: {detail}")
-    for code, labels in sorted(no_gpu.items()):
+    unchecked = {label for labels in no_gpu.values() for label in labels}
+    if unchecked:  # one note for every rule that needs a GPU: they all want the same answer
         report.notices.append(Notice("<arguments>", (
-            f"{code} did not check {len(labels)} deployment(s): no GPU is known; pass --gpu NAME[xN] "
-            "(e.g. --gpu H100x2) or set gpu = \"NAME\" in .sits-doctor.toml")))
+            f"{', '.join(sorted(no_gpu))} did not check {len(unchecked)} deployment(s): no GPU is known; pass "
+            "--gpu NAME[xN] (e.g. --gpu H100x2) or set gpu = \"NAME\" in .sits-doctor.toml")))
     unique = {(f.sort_key(), f.plan): f for f in report.findings}  # shared YAML anchors repeat
     report.findings = sorted(unique.values(), key=Finding.sort_key)
     for resolver in resolvers.values():

@@ -152,6 +152,7 @@ MODEL = "model"
 REVISION = "revision"
 HF_OVERRIDES = "hf_overrides"
 MAX_MODEL_LEN = "max_model_len"
+KV_CACHE_DTYPE = "kv_cache_dtype"
 KV_CACHE_MEMORY_BYTES = "kv_cache_memory_bytes"  # sizes the pool directly: no memory profiling decides it
 PREFIX_CACHING = "enable_prefix_caching"
 CHUNKED_PREFILL = "enable_chunked_prefill"
