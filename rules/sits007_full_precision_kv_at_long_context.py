@@ -15,9 +15,9 @@ It stays silent when `max_num_seqs` already caps the batch below the number that
 max-length request would not fit even in fp8, on GPUs without native fp8 (Ampere, Turing,
 Volta), and for ModelOpt checkpoints that declare `kv_cache_quant_algo: FP8` and leave
 `kv_cache_dtype` unset (recent vLLM turns `auto` into fp8 for them). The finding says
-whether the checkpoint carries calibrated KV scales. TensorRT-LLM LLM-API files
-(`kv_cache_config.dtype`) are judged the same way once sits-doctor predicts TensorRT-LLM's KV
-pool; until then the rule says nothing about them.
+whether the checkpoint carries calibrated KV scales. TensorRT-LLM LLM-API files on the
+PyTorch backend (`kv_cache_config.dtype`) are judged the same way, from the pool TensorRT-LLM
+sizes out of the memory left free after the model (see SITS001).
 
 ## Why it hurts
 At long context the KV cache, not the weights, decides how many requests run at once: one
