@@ -257,3 +257,49 @@ def test_weights_from_the_checkpoints_own_index_when_it_sits_beside_the_config(t
     doc, sidecars, _ = load_model_config(tmp_path / "config.json")
     value, _ = memory.weights_bytes(model_dims(facts_of(doc, sidecars)))
     assert value.value == memory.weights_bytes(dims(LLAMA_8B))[0].value  # a broken index: computed from the shape
+
+
+GEMMA3_TEXT_ONLY = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3",
+                    "text_config": {"model_type": "gemma3_text", "hidden_size": 5376, "intermediate_size": 21504,
+                                    "num_attention_heads": 32, "num_hidden_layers": 62, "num_key_value_heads": 16,
+                                    "head_dim": 128, "sliding_window": 1024},
+                    "torch_dtype": "bfloat16"}
+
+
+def test_keys_a_config_leaves_out_take_transformers_class_defaults():
+    # google/gemma-3-27b-it states no vocab_size, tie_word_embeddings or layer_types in text_config
+    d = dims(GEMMA3_TEXT_ONLY)
+    assert d.vocab.value == 262208 and d.vocab.prov.kind == "default"
+    assert "model_type 'gemma3_text'" in str(d.vocab.prov)
+    full = [i for i, t in enumerate(d.layer_types.value) if t == "full_attention"]
+    assert full == list(range(5, 62, 6))  # every 6th layer full attention, the rest sliding
+    assert abs(d.params.value - 27.0e9) / 27.0e9 < 0.01  # the published 27B (text model), embeddings tied
+    value, _ = memory.kv_bytes_per_token(d, "auto")
+    assert value.value == 2 * 16 * 128 * 2 * 10
+
+
+def test_a_stated_key_wins_and_computed_defaults_are_not_taken():
+    d = dims({**GEMMA3_TEXT_ONLY, "text_config": {**GEMMA3_TEXT_ONLY["text_config"], "vocab_size": 1000}})
+    assert d.vocab.value == 1000 and d.vocab.prov.kind == "file"
+    llama = dims({k: v for k, v in LLAMA_8B.items() if k != "num_key_value_heads"} | {"num_attention_heads": 40,
+                                                                                     "hidden_size": 5120})
+    assert llama.kv_heads.value == 40  # LlamaConfig copies num_attention_heads: never a fixed 32
+    assert llama.head_dim.value == 128  # hidden_size / heads, not a stored default
+
+
+def test_class_defaults_data_matches_the_installed_transformers():
+    transformers = pytest.importorskip("transformers")
+    import importlib.util
+    from pathlib import Path
+
+    data = json.loads((Path(memory.__file__).parent / "frameworks" / "data" / "hf_config_defaults.json").read_text())
+    if transformers.__version__ != data["transformers"]:
+        pytest.skip(f"data from transformers {data['transformers']}, installed {transformers.__version__}")
+    spec = importlib.util.spec_from_file_location(
+        "gen", Path(memory.__file__).parent.parent / "tools" / "gen_hf_config_defaults.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    from transformers import CONFIG_MAPPING
+
+    for model_type in ("gemma3_text", "llama", "qwen2", "gpt_oss", "mistral"):
+        assert gen.constants(CONFIG_MAPPING[model_type]) == data["models"][model_type], model_type

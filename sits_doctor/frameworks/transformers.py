@@ -7,6 +7,8 @@ and ``"paged"`` from 5.0; ``validate()`` runs in ``GenerationConfig.__init__``).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 NEWEST = "5.24.0"  # the newest release this module's knowledge covers
 
 
@@ -136,7 +138,38 @@ def _first(model, keys, *, number: bool = True):
                        or not math.isfinite(s.value) or s.value < 0):
             continue  # NaN, inf and negative dimensions are not dimensions (invalid_facts reports them)
         return Value.of(s)
-    return None
+    return class_default(model, keys[0])
+
+
+CONFIG_DEFAULTS = "hf_config_defaults.json"  # data/, written by tools/gen_hf_config_defaults.py
+
+
+@lru_cache(maxsize=1)
+def _config_defaults() -> dict:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "data" / CONFIG_DEFAULTS).read_text(encoding="utf-8"))
+
+
+def class_default(model, key: str):
+    """The value transformers' config class gives ``key`` when config.json leaves it out (and
+    vLLM, which loads configs through transformers): google/gemma-3-27b-it states no
+    ``vocab_size``, so Gemma3TextConfig's 262208 applies. None for unknown model types and for
+    defaults computed from other keys."""
+    from sits_doctor.facts import Value
+
+    text = model.text if isinstance(model.text, dict) else {}
+    top = model.data.get("model_type") if isinstance(model.data, dict) else None
+    data = _config_defaults()
+    kind = text.get("model_type")
+    if not isinstance(kind, str) and isinstance(top, str):
+        kind = data["text_types"].get(top, top) if model.text_pointer else top
+    found = data["models"].get(kind, {}) if isinstance(kind, str) else {}
+    if key not in found:
+        return None
+    return Value.default(found[key], f"{key} not in config.json: default of transformers {data['transformers']} "
+                                     f"for model_type {kind!r} (the value its config class sets)")
 
 
 # 5.x DynamicCache built from the model config holds only the window on sliding-window layers
@@ -226,7 +259,38 @@ def model_dims(model):
         dims = dims._replace(stored_bytes=Value.derived(stored[0], f"metadata.total_size of {stored[1]}"))
     tie = model.fact("tie_word_embeddings")
     tie = tie.value if tie is not None and isinstance(tie.value, bool) else model.data.get("tie_word_embeddings")
+    if not isinstance(tie, bool):
+        default = class_default(model, "tie_word_embeddings")
+        tie = default.value if default is not None else None
+    if dims.layer_types is None:
+        dims = dims._replace(layer_types=_layer_types_from_pattern(model, dims))
     return _with_params(dims, tie if isinstance(tie, bool) else None)
+
+
+def _layer_types_from_pattern(model, dims):
+    """Layer types a config names by their interleave instead of listing them: its own
+    ``sliding_window_pattern`` N (every N-th layer full attention, the rest sliding:
+    ``Gemma3TextConfig.__init__``, src/transformers/models/gemma3/configuration_gemma3.py@v4.57.1),
+    else the repeating unit transformers' config class builds ``layer_types`` from when the
+    file leaves it out (Gemma 2/3, gpt-oss, Qwen3-Next ...: data/hf_config_defaults.json)."""
+    from sits_doctor.facts import Value
+
+    layers = dims.layers.value if dims.layers is not None else None
+    if not isinstance(layers, int) or isinstance(layers, bool) or layers <= 0:
+        return None
+    s = model.fact("sliding_window_pattern")
+    pattern = s.value if s is not None else None
+    if isinstance(pattern, int) and not isinstance(pattern, bool) and pattern > 0 and dims.sliding_window is not None:
+        types = ["sliding_attention" if (i + 1) % pattern else "full_attention" for i in range(layers)]
+        return Value.derived(types, f"from sliding_window_pattern {pattern} ({s.prov}): every {pattern}th of {layers} "
+                                    "layers full attention, the rest sliding")
+    unit = class_default(model, "layer_types_pattern")
+    if unit is None or not isinstance(unit.value, list) or not unit.value:
+        return None
+    period = len(unit.value)
+    types = [unit.value[i % period] for i in range(layers)]
+    return Value.derived(types, f"layer_types not in config.json: the pattern {unit.value} repeated over {layers} layers "
+                                f"({unit.prov})")
 
 
 def _top_setting(model, key):
