@@ -103,15 +103,11 @@ LOW_CONCURRENCY = 2  # fewer max-length requests than this at once, with max_mod
 
 
 def check(plan: Plan, ctx) -> Iterator[Finding]:
-    if plan.framework == "ortgenai":
-        yield from _ortgenai(plan, ctx)
-        return
-    if plan.framework == "hf":
-        yield from _transformers(plan, ctx)
-        return
-    if plan.framework == "trtllm":
-        yield from _trtllm(plan, ctx)
-        return
+    by_framework = {"vllm": _vllm, "trtllm": _trtllm, "ortgenai": _ortgenai, "hf": _transformers}
+    yield from by_framework[plan.framework](plan, ctx)
+
+
+def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     from sits_doctor.capacity import predict_plan
 
     pred = predict_plan(plan)

@@ -8,13 +8,21 @@ import pytest
 from conftest import write
 from sits_doctor import CheckOptions, check
 
+FIXTURES = __import__("pathlib").Path(__file__).resolve().parent.parent.parent / "fixtures"
 LLAMA = "model: meta-llama/Llama-3.1-8B-Instruct\ngpu-memory-utilization: 0.9\n"
+
+
+def clean(report):
+    """The report, once it is known the rule ran to its end (a crash is an internal error)."""
+    assert not report.internal_errors, report.internal_errors
+    return report
 
 
 def run(tmp_path, monkeypatch, text: str, gpu: str | None = "A10G", target: str = "vllm==0.11.0", **more):
     write(tmp_path, "serve.yaml", text)
     monkeypatch.chdir(tmp_path)
-    return check(["serve.yaml"], CheckOptions(targets=[target], isolated=True, select=["SITS001"], gpu=gpu, **more))
+    return clean(check(["serve.yaml"], CheckOptions(targets=[target], isolated=True, select=["SITS001"], gpu=gpu,
+                                                    **more)))
 
 
 def test_fail_full_context_on_a_24gb_gpu_names_vllms_message_and_the_bound(tmp_path, monkeypatch):
@@ -149,7 +157,7 @@ def ort_config(max_length: int, share: bool = True, beams: int = 1, providers: s
 def ort(tmp_path, monkeypatch, text: str, gpu: str = "A10G"):
     write(tmp_path, "genai_config.json", text)
     monkeypatch.chdir(tmp_path)
-    return check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS001"], gpu=gpu))
+    return clean(check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS001"], gpu=gpu)))
 
 
 def test_fail_ort_preallocation_larger_than_the_gpu(tmp_path, monkeypatch):
@@ -197,7 +205,7 @@ def hf(tmp_path, monkeypatch, generation: dict, gpu: str | None = "A10G", target
     write(tmp_path, "model/config.json", json.dumps(LLAMA_CONFIG, indent=2))
     write(tmp_path, "model/generation_config.json", json.dumps(generation, indent=2))
     monkeypatch.chdir(tmp_path)
-    return check(["model"], CheckOptions(targets=[target], isolated=True, select=["SITS001"], gpu=gpu))
+    return clean(check(["model"], CheckOptions(targets=[target], isolated=True, select=["SITS001"], gpu=gpu)))
 
 
 def test_warn_hf_dynamic_cache_grows_past_the_gpu(tmp_path, monkeypatch):
@@ -246,7 +254,7 @@ def test_hf_fix_writes_a_length_that_no_longer_fires(tmp_path, monkeypatch):
 def trt(tmp_path, monkeypatch, text: str, gpu: str = "L4", target: str = "trtllm==1.0.0"):
     write(tmp_path, "llm_api.yaml", "model: meta-llama/Llama-3.1-8B-Instruct\nmax_num_tokens: 8192\n" + text)
     monkeypatch.chdir(tmp_path)
-    return check(["llm_api.yaml"], CheckOptions(targets=[target], isolated=True, select=["SITS001"], gpu=gpu))
+    return clean(check(["llm_api.yaml"], CheckOptions(targets=[target], isolated=True, select=["SITS001"], gpu=gpu)))
 
 
 def test_fail_trtllm_full_context_shrinks_the_window_with_the_pytorch_message(tmp_path, monkeypatch):
@@ -300,3 +308,83 @@ def test_kv_cache_memory_bytes_sizes_the_pool_without_profiling(tmp_path, monkey
     (f,) = run(tmp_path, monkeypatch, LLAMA + "kv-cache-memory-bytes: 4294967296\n", target="vllm==0.11.0").findings
     assert "kv_cache_memory_bytes = 4.00 GiB (set: no profiling)" in f.evidence
     assert "estimated maximum model length is 32768" in f.message  # 4 GiB / 128 KiB per token
+
+
+
+# --- edges: what the rule does when it cannot size, and where its thresholds sit ---------------
+def test_full_context_with_room_for_two_or_more_requests_is_not_a_warning(tmp_path, monkeypatch):
+    # 62 GiB per GPU: about 2.5 requests of 131072 tokens fit (the warning is for fewer than 2)
+    assert run(tmp_path, monkeypatch, LLAMA, gpu=None, gpu_memory=62 * 2**30).findings == []
+    (f,) = run(tmp_path, monkeypatch, LLAMA, gpu=None, gpu_memory=50 * 2**30).findings  # about 1.8
+    assert f.severity.value == "warning"
+
+
+MIXED = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32,
+         "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+         "max_position_embeddings": 131072, "torch_dtype": "bfloat16",
+         "quantization_config": {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION"}}
+
+
+@pytest.mark.parametrize("framework", ["vllm", "trtllm"])
+def test_weights_that_cannot_be_sized_are_an_info_not_a_guess(tmp_path, monkeypatch, framework):
+    import json
+
+    write(tmp_path, "m/config.json", json.dumps(MIXED))
+    text = "model: ./m\nmax-model-len: 8192\n" if framework == "vllm" else "model: ./m\nmax_num_tokens: 8192\n"
+    report = run(tmp_path, monkeypatch, text) if framework == "vllm" else _trt_file(tmp_path, monkeypatch, text)
+    (f,) = report.findings
+    assert f.severity.value == "info" and f.message.startswith("cannot size the KV cache: the weights' size")
+
+
+def _trt_file(tmp_path, monkeypatch, text):
+    write(tmp_path, "llm_api.yaml", text)
+    monkeypatch.chdir(tmp_path)
+    return clean(check(["llm_api.yaml"], CheckOptions(targets=["trtllm==1.0.0"], isolated=True, select=["SITS001"],
+                                                      gpu="L4")))
+
+
+@pytest.mark.parametrize("framework", ["vllm", "trtllm"])
+def test_a_model_with_no_length_gives_no_verdict(tmp_path, monkeypatch, framework):
+    import json
+
+    write(tmp_path, "m/config.json", json.dumps({k: v for k, v in LLAMA_CONFIG.items()
+                                                 if k != "max_position_embeddings"} | {"model_type": "unknown_arch"}))
+    report = (run(tmp_path, monkeypatch, "model: ./m\n") if framework == "vllm"
+              else _trt_file(tmp_path, monkeypatch, "model: ./m\nmax_num_tokens: 8192\n"))
+    assert report.findings == []
+
+
+@pytest.mark.parametrize(("generation", "why"), [({"max_length": "131072"}, "a string is not a length"),
+                                                 ({"max_length": True}, "nor is a bool"),
+                                                 ({"max_length": 0}, "nor 0")])
+def test_hf_length_that_is_not_a_length_is_left_to_the_schema(tmp_path, monkeypatch, generation, why):
+    assert hf(tmp_path, monkeypatch, generation).findings == [], why
+
+
+def test_hf_weights_that_cannot_be_sized_say_nothing(tmp_path, monkeypatch):
+    import json
+
+    write(tmp_path, "model/config.json", json.dumps(MIXED))
+    write(tmp_path, "model/generation_config.json", json.dumps({"max_length": 131072}))
+    monkeypatch.chdir(tmp_path)
+    report = clean(check(["model"], CheckOptions(isolated=True, select=["SITS001"], gpu="A10G")))
+    assert report.findings == []
+
+
+def test_trtllm_hints_by_what_can_change(tmp_path, monkeypatch):
+    import json
+
+    (f,) = trt(tmp_path, monkeypatch, "max_seq_len: 131072\n").findings
+    assert f.fix_hint.startswith("set max_seq_len ≤ ") and "fail_fast_on_attention_window_too_large" in f.fix_hint
+    engine = json.loads((FIXTURES / "trtllm" / "good_engine_llama31_8b_fp8_v1.0.json").read_text())
+    engine["build_config"]["max_seq_len"] = 2_000_000
+    write(tmp_path, "engine/config.json", json.dumps(engine, indent=2))
+    report = clean(check(["engine/config.json"], CheckOptions(isolated=True, select=["SITS001"], gpu="L4")))
+    (f,) = report.findings
+    assert f.fix_hint.startswith("rebuild the engine with trtllm-build --max_seq_len ≤ ") and not f.fixes
+    write(tmp_path, "llm_api.yaml", "model: meta-llama/Llama-3.1-70B-Instruct\nmax_num_tokens: 8192\n"
+                                    "max_seq_len: 131072\n")
+    report = clean(check(["llm_api.yaml"], CheckOptions(targets=["trtllm==1.0.0"], isolated=True, select=["SITS001"],
+                                                        gpu="L4")))
+    (f,) = report.findings  # 70B in bf16 does not fit an L4 at all: no length to suggest
+    assert f.fix_hint == "use more GPUs (tensor/pipeline parallelism) or a quantized checkpoint" and not f.fixes
