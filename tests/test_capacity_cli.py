@@ -75,3 +75,17 @@ def test_without_a_gpu_it_says_what_is_missing(proj):
 def test_bad_gpu_arguments_exit_2(proj, args, needle):
     r = run_cli("capacity", "one.yaml", *args, cwd=proj)
     assert r.exit_code == 2 and needle in r.stderr
+
+
+def test_trtllm_deployment_as_json_names_the_shrunk_window(tmp_path, hermetic):
+    write(tmp_path, "llm_api.yaml", "model: meta-llama/Llama-3.1-8B-Instruct\nmax_num_tokens: 8192\n"
+                                    "max_seq_len: 131072\nkv_cache_config:\n  free_gpu_memory_fraction: 0.9\n")
+    r = run_cli("capacity", "llm_api.yaml", "--gpu", "L4", "--target", "trtllm==1.0.0", "--isolated", "--format",
+                "json", cwd=tmp_path)
+    (d,) = json.loads(r.stdout)["deployments"]
+    assert set(d) == KEYS and d["framework"] == "trtllm"
+    assert d["max_model_len"] == 131072 and d["startup"]["ok"] is False
+    assert d["startup"]["reason"].startswith("Attention window size 131072 exceeds upper bound ")
+    text = run_cli("capacity", "llm_api.yaml", "--gpu", "L4", "--target", "trtllm==1.0.0", "--isolated", cwd=tmp_path)
+    assert "verdict       WINDOW SHRUNK: one max_seq_len sequence does not fit" in text.stdout
+    assert "TensorRT-LLM would say: Attention window size 131072" in text.stdout
