@@ -261,6 +261,15 @@ def why(row: dict, case: dict) -> str:
         _, k, p, l = max(gaps)
         if abs(p - l) >= 0.25:
             notes.append(f"{k.replace('_', '-')}: predicted {p:.2f} GiB, logged {l:.2f}")
+    kv_p, kv_l = row.get("parts_gib", {}).get("kv", [None, None])
+    if kv_p is not None and kv_l is not None and abs(kv_p - kv_l) >= 0.25:
+        # KV = budget − the other terms, so a logged term explains (predicted − logged) of the KV gap
+        # (the budget the other way round); what is left is memory no logged term accounts for
+        explained = sum((l - p) if k == "budget" else (p - l) for _, k, p, l in gaps)
+        rest = (kv_l - kv_p) - explained
+        if abs(rest) >= 0.25:
+            notes.append(f"{abs(rest):.2f} GiB {'more' if rest < 0 else 'less'} taken before the KV cache than the "
+                         "modelled terms account for" + ("" if gaps else " (the log prints no breakdown)"))
     assumed = [a for a in row.get("assumptions", []) if a.startswith(("version not stated", "gpu_memory_utilization not"))
                or "inferred" in a]
     if "estimate" in " ".join(a for a in row.get("assumptions", []) if a.startswith("memory:")):

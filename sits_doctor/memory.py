@@ -172,7 +172,7 @@ def weights_bytes(dims, *, params: int | None = None, params_note: str = "",
         total = params * rate
         what = f"{method} ≈ {rate:.3f} B/parameter incl. scales, all layers"
     else:
-        stored = parts["experts"] if method == "mxfp4" else params - parts["embeddings"]
+        stored = parts["experts"] if method == "mxfp4" else params - parts["embeddings"] - parts.get("vision", 0)
         kept = params - stored  # left in the model dtype
         quantized, pad_note = stored, ""
         if method == "mxfp4" and mxfp4_padding is not None:

@@ -303,3 +303,17 @@ def test_class_defaults_data_matches_the_installed_transformers():
 
     for model_type in ("gemma3_text", "llama", "qwen2", "gpt_oss", "mistral"):
         assert gen.constants(CONFIG_MAPPING[model_type]) == data["models"][model_type], model_type
+
+
+def test_a_vision_encoder_counts_and_stays_in_16_bits_when_the_text_model_is_quantized():
+    vlm = {**GEMMA3_TEXT_ONLY, "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152,
+                                                 "num_hidden_layers": 27, "intermediate_size": 4304}}
+    d = dims(vlm)
+    vision = 27 * (4 * 1152 * 1152 + 2 * 1152 * 4304)
+    assert d.params.value == dims(GEMMA3_TEXT_ONLY).params.value + vision
+    assert abs(d.params.value - 27.4e9) / 27.4e9 < 0.01  # google/gemma-3-27b-it's published size
+    fp8 = dims({**vlm, "quantization_config": {"quant_method": "fp8"}})
+    parts = fp8.param_parts.value
+    value, _ = memory.weights_bytes(fp8)
+    quantized = fp8.params.value - parts["embeddings"] - parts["vision"]
+    assert value.value == pytest.approx(quantized * 1.0 + (parts["embeddings"] + parts["vision"]) * 2)

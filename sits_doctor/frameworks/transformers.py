@@ -264,7 +264,36 @@ def model_dims(model):
         tie = default.value if default is not None else None
     if dims.layer_types is None:
         dims = dims._replace(layer_types=_layer_types_from_pattern(model, dims))
-    return _with_params(dims, tie if isinstance(tie, bool) else None)
+    return _with_vision(_with_params(dims, tie if isinstance(tie, bool) else None), model)
+
+
+def _with_vision(dims, model):
+    """Add a multimodal model's vision encoder (``vision_config``): per layer ≈ 4·h² (attention)
+    + 2·h·i (its MLP), from ``hidden_size``/``embed_dim``, ``num_hidden_layers``/``depth`` and
+    ``intermediate_size`` (or ``mlp_ratio``·h). SigLIP-So400m in Gemma 3 comes to 0.41 B; the
+    count leaves out patch and position embeddings and projector (a few per cent of it)."""
+    from sits_doctor.facts import Value
+
+    vision = model.data.get("vision_config") if isinstance(model.data, dict) else None
+    if dims.params is None or not isinstance(vision, dict):
+        return dims
+
+    def num(*keys):
+        for k in keys:
+            v = vision.get(k)
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+                return v
+        return None
+
+    h, layers = num("hidden_size", "embed_dim", "width"), num("num_hidden_layers", "depth", "layers")
+    inter = num("intermediate_size") or (num("mlp_ratio") * h if num("mlp_ratio") and h else None)
+    if not (h and layers and inter):
+        return dims
+    extra = int(layers * (4 * h * h + 2 * h * inter))
+    parts = {**dims.param_parts.value, "vision": extra}
+    note = (f"{dims.params.prov} + vision encoder ≈ {layers} layers · (4·{h}² + 2·{h}·{int(inter)}) = "
+            f"{extra / 1e9:.2f} B (vision_config)")
+    return dims._replace(params=Value.derived(dims.params.value + extra, note), param_parts=Value.derived(parts, note))
 
 
 def _layer_types_from_pattern(model, dims):
@@ -316,8 +345,9 @@ def _with_params(dims, tie_embeddings=None):
     the attention projections (grouped-query, or MLA's low-rank ones) and a gated MLP — dense, or
     MoE experts (``moe_intermediate_size``, else ``intermediate_size`` as in Mixtral and gpt-oss)
     plus shared experts and a router, with DeepSeek's ``first_k_dense_replace`` dense layers.
-    Norms, biases and vision towers are left out (well under 1% of a decoder). ``param_parts``
-    keeps the pieces, because quantization usually leaves the embeddings in 16 bits."""
+    Norms and biases are left out (well under 1% of a decoder); :func:`_with_vision` adds a
+    vision encoder. ``param_parts`` keeps the pieces, because quantization usually leaves the
+    embeddings in 16 bits."""
     from sits_doctor.facts import Value
 
     def n(v):
@@ -365,6 +395,6 @@ def _with_params(dims, tie_embeddings=None):
     how = ("tied: counted once" if tied else "untied: counted twice" if tie_embeddings is False
            else "tie_word_embeddings not stated: counted twice")
     note = (f"{'vocab' if tied else '2·vocab'}·hidden + layers·({attn_how}) + {mlp_how} of the text model "
-            f"(embeddings {how}; norms, biases and vision towers left out)")
+            f"(embeddings {how}; norms and biases left out)")
     parts = {"embeddings": embed, "attention": layers * attn, "experts": expert_params, "mlp": mlp_other}
     return dims._replace(params=Value.derived(total, note), param_parts=Value.derived(parts, note))
