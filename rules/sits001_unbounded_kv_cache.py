@@ -111,8 +111,10 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     from sits_doctor.capacity import predict_plan
 
     pred = predict_plan(plan)
-    if pred is None or pred.tokens is None or not pred.max_model_len:
-        if pred is not None and pred.missing:
+    if pred is None:
+        return
+    if pred.tokens is None or not pred.max_model_len:
+        if pred.missing:
             yield RULE.finding(plan, plan.anchor, f"cannot size the KV cache: {'; '.join(pred.missing)}",
                                severity=Severity.INFO)
         return
@@ -242,7 +244,12 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
                 f"target: {ctx.target}"]
     fixes = ([edit.replace_value(length_at, bound, f"set max_length to {bound} (what one sequence can hold)",
                                  Safety.UNSAFE)] if bound > 0 else [])
-    if static:
+    if room <= 0:
+        what = (f"the weights alone ({weights.value / memory.GIB:.2f} GiB) leave no room on {gpu.name} "
+                f"({gpu.memory_gib:.2f} GiB) for the KV cache max_length {length} needs ({need / memory.GIB:.2f} GiB): "
+                "torch.OutOfMemoryError at load or on the first token")
+        severity = Severity.ERROR
+    elif static:
         what = (f"cache_implementation {cache.value!r} preallocates max_length {length} tokens of KV "
                 f"({need / memory.GIB:.2f} GiB) at the first generate() call, more than the "
                 f"{max(0.0, room) / memory.GIB:.2f} GiB {gpu.name} has beside the weights: torch.OutOfMemoryError before "
@@ -265,8 +272,10 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
     from sits_doctor.capacity import predict_plan
 
     pred = predict_plan(plan)
-    if pred is None or pred.tokens is None or not pred.max_model_len:
-        if pred is not None and pred.missing:
+    if pred is None:
+        return
+    if pred.tokens is None or not pred.max_model_len:
+        if pred.missing:
             yield RULE.finding(plan, plan.anchor, f"cannot size the KV cache: {'; '.join(pred.missing)}",
                                severity=Severity.INFO)
         return

@@ -388,3 +388,28 @@ def test_trtllm_hints_by_what_can_change(tmp_path, monkeypatch):
                                                         gpu="L4")))
     (f,) = report.findings  # 70B in bf16 does not fit an L4 at all: no length to suggest
     assert f.fix_hint == "use more GPUs (tensor/pipeline parallelism) or a quantized checkpoint" and not f.fixes
+
+
+def test_a_range_that_straddles_the_length_is_an_info_for_vllm_and_trtllm(tmp_path, monkeypatch):
+    # 36 GiB per GPU: Llama-3.1-8B's pool is about 128k–138k tokens, around its 131072 context
+    (f,) = run(tmp_path, monkeypatch, LLAMA, gpu=None, gpu_memory=36 * 2**30).findings
+    assert f.severity.value == "info" and "may not fit" in f.message
+    write(tmp_path, "llm_api.yaml", "model: meta-llama/Llama-3.1-8B-Instruct\nmax_num_tokens: 8192\n"
+                                    "max_seq_len: 131072\n")
+    report = clean(check(["llm_api.yaml"], CheckOptions(targets=["trtllm==1.0.0"], isolated=True, select=["SITS001"],
+                                                        gpu_memory=35 * 2**30)))
+    (f,) = report.findings
+    assert f.severity.value == "info" and "may not fit one sequence" in f.message
+
+
+def test_hf_model_larger_than_the_gpu_has_no_length_to_offer(tmp_path, monkeypatch):
+    import json
+
+    seventy = {**LLAMA_CONFIG, "hidden_size": 8192, "num_hidden_layers": 80, "num_attention_heads": 64,
+               "intermediate_size": 28672}
+    write(tmp_path, "model/config.json", json.dumps(seventy))
+    write(tmp_path, "model/generation_config.json", json.dumps({"max_length": 131072}))
+    monkeypatch.chdir(tmp_path)
+    (f,) = clean(check(["model"], CheckOptions(isolated=True, select=["SITS001"], gpu="A10G"))).findings
+    assert f.fix_hint == "use a GPU with more memory or a quantized checkpoint" and not f.fixes
+    assert f.severity.value == "error" and "the weights alone (" in f.message and "leave no room on A10G" in f.message
