@@ -165,7 +165,7 @@ ORT_LENGTH_STEP = 1024  # the bound a fix writes is a multiple of this
 
 
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
-    from sits_doctor.capacity import predict_ortgenai
+    from sits_doctor.frameworks.ortgenai_memory import predict_ortgenai
     from sits_doctor.memory import GIB
 
     pre = predict_ortgenai(plan)
@@ -174,7 +174,9 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
     gpu = plan.facts.gpu
     memory = gpu.memory_gib * GIB
     weights = pre.weights_bytes or 0.0
-    at = plan.settings.get("search.max_length")
+    from sits_doctor.frameworks.ortgenai import MAX_LENGTH
+
+    at = plan.settings.get(MAX_LENGTH)
     evidence = [f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})", *pre.steps, *pre.assumptions,
                 f"target: {ctx.target}"]
     room = memory - weights - GIB  # a GiB for the CUDA context and activations
@@ -212,20 +214,20 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
     a step at a time, so generate() runs out of memory mid-answer; a static cache preallocates it
     all at the first call."""
     from sits_doctor import memory
-    from sits_doctor.frameworks.transformers import DYNAMIC_CACHE_SLIDING_BOUNDED
+    from sits_doctor.frameworks import transformers as tf
     from sits_doctor.versions import V
 
     dims, gpu = plan.facts.model, plan.facts.gpu
-    length_at = plan.settings.get("generation_config.max_length")
+    length_at = plan.settings.get(tf.GENERATION_MAX_LENGTH)
     if dims is None or length_at is None or length_at.templated or plan.settings.get(
-            "generation_config.max_new_tokens") is not None:
+            tf.GENERATION_MAX_NEW_TOKENS) is not None:
         return
     length = length_at.value
     if not isinstance(length, int) or isinstance(length, bool) or length <= 0:
         return
-    cache = plan.settings.get("generation_config.cache_implementation")
-    static = cache is not None and cache.value in ("static", "offloaded_static", "sliding_window", "hybrid")
-    kv, _ = memory.kv_bytes_per_token(dims, "auto", sliding_per_token=V(ctx.target.version) < V(DYNAMIC_CACHE_SLIDING_BOUNDED))
+    cache = plan.settings.get(tf.GENERATION_CACHE_KEY)
+    static = cache is not None and cache.value in tf.STATIC_CACHES
+    kv, _ = memory.kv_bytes_per_token(dims, "auto", sliding_per_token=V(ctx.target.version) < V(tf.DYNAMIC_CACHE_SLIDING_BOUNDED))
     weights, _ = memory.weights_bytes(dims)
     if kv is None or weights is None:
         return
@@ -270,6 +272,7 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
     """TensorRT-LLM starts even when one max_seq_len sequence does not fit its KV pool: it shrinks
     the attention window (and max_seq_len) to what fits and logs a warning."""
     from sits_doctor.capacity import predict_plan
+    from sits_doctor.frameworks import trtllm as trt
 
     pred = predict_plan(plan)
     if pred is None:
@@ -282,7 +285,7 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
     low, estimate, high = pred.tokens
     length = pred.max_model_len
     engine = plan.kind == "trtllm-engine"
-    at = plan.settings.get("build_config.max_seq_len" if engine else "max_seq_len")
+    at = plan.settings.get(trt.BUILD_MAX_SEQ_LEN if engine else trt.MAX_SEQ_LEN)
     gpu = plan.facts.gpu
     where = f"{gpu.name} ({gpu.memory_gib:.2f} GiB)"
     evidence = [f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})" + (f"; {gpu.note}" if gpu.note else ""),
@@ -296,7 +299,7 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
         if not engine and bound > 0:
             title = f"set max_seq_len to {bound} (what one sequence can hold at the low estimate)"
             fixes.append(edit.replace_value(at, bound, title, Safety.UNSAFE) if at is not None
-                         else add_option(plan, "max_seq_len", bound, title, Safety.UNSAFE))
+                         else add_option(plan, trt.MAX_SEQ_LEN, bound, title, Safety.UNSAFE))
         yield RULE.finding(
             plan, at if at is not None else plan.anchor,
             f"max_seq_len {length} ({how}) does not fit one sequence in the KV pool {ctx.target.name} sizes on "
@@ -320,5 +323,6 @@ def _trtllm_hint(engine: bool, bound: int) -> str:
         return "use more GPUs (tensor/pipeline parallelism) or a quantized checkpoint"
     if engine:
         return f"rebuild the engine with trtllm-build --max_seq_len ≤ {bound}"
-    return (f"set max_seq_len ≤ {bound}, or fail_fast_on_attention_window_too_large: true to refuse to start "
-            "instead of shrinking")
+    from sits_doctor.frameworks.trtllm import FAIL_FAST_WINDOW, MAX_SEQ_LEN
+
+    return f"set {MAX_SEQ_LEN} ≤ {bound}, or {FAIL_FAST_WINDOW}: true to refuse to start instead of shrinking"

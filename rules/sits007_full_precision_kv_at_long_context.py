@@ -105,6 +105,7 @@ from sits_doctor.finding import Finding, Fix, Safety, Severity
 from sits_doctor.fixes import config as edit
 from sits_doctor.fixes.config_insert import add_member, add_option
 from sits_doctor.fixes.config_style import CannotEdit
+from sits_doctor.frameworks import trtllm as trt
 from sits_doctor.frameworks import vllm as fw
 from sits_doctor.plan import Plan
 from sits_doctor.rule import Rule
@@ -126,10 +127,10 @@ FP8 = "fp8"  # the value the fix writes (e4m3 in vLLM and TensorRT-LLM)
 # TensorRT-LLM LLM-API: KvCacheConfig.dtype under kv_cache_config (tensorrt_llm/llmapi/llm_args.py).
 TRT_KV_CONFIG = "/kv_cache_config"
 TRT_KV_DTYPE = "dtype"
-TRT_BACKEND = "backend"
+TRT_BACKEND = trt.BACKEND
 TRT_PYTORCH = (None, "pytorch")  # unset: the PyTorch backend, the LLM API's default from 1.0
 # How each framework names the length and the KV dtype in messages.
-NAMES = {"vllm": (fw.MAX_MODEL_LEN, None), "trtllm": ("max_seq_len", "kv_cache_config.dtype")}  # None: _vllm_option()
+NAMES = {"vllm": (fw.MAX_MODEL_LEN, None), "trtllm": (trt.MAX_SEQ_LEN, trt.KV_CACHE_DTYPE)}  # None: _vllm_option()
 # What vLLM does without checkpoint scales (kv_cache.py BaseKVCacheMethod); not stated for TensorRT-LLM.
 SCALE_ONE = {"vllm": ": K and V are quantized with scale 1.0"}
 

@@ -1,9 +1,10 @@
 """Will it fit, and how many requests at once: the capacity prediction of one deployment.
 
 Joins the memory arithmetic (:mod:`sits_doctor.memory`) with a framework's pool model
-(:mod:`sits_doctor.frameworks.vllm_memory`). The ``capacity`` command, SITS001/SITS007 and the
-accuracy benchmark (bench/capacity_accuracy.py) all call :func:`predict_vllm`, so what they print
-is one computation.
+(:mod:`sits_doctor.frameworks.vllm_memory`, :mod:`sits_doctor.frameworks.trtllm_memory`). The
+``capacity`` command, SITS001/SITS007 and the accuracy benchmarks all call :func:`predict_vllm` /
+:func:`predict_trtllm`, so what they print is one computation. ORT GenAI's preallocation is in
+:mod:`sits_doctor.frameworks.ortgenai_memory`.
 """
 
 from __future__ import annotations
@@ -238,6 +239,7 @@ def _kv_cache_memory(plan) -> float | None:
 
 
 def _predict_trtllm_plan(plan) -> Prediction:
+    from sits_doctor.frameworks import trtllm as trt
     from sits_doctor.frameworks import trtllm_memory
 
     facts, serving = plan.facts, plan.facts.serving
@@ -252,8 +254,8 @@ def _predict_trtllm_plan(plan) -> Prediction:
 
     version = plan.target.version
     engine = plan.kind == "trtllm-engine"
-    backend = (trtllm_memory.TENSORRT if engine or plan.value("backend") in ("tensorrt", "trt")
-               else trtllm_memory.PYTORCH if plan.value("backend") in ("pytorch", "_autodeploy")
+    backend = (trtllm_memory.TENSORRT if engine or plan.value(trt.BACKEND) in ("tensorrt", "trt")
+               else trtllm_memory.PYTORCH if plan.value(trt.BACKEND) in ("pytorch", "_autodeploy")
                else trtllm_memory.default_backend(version))
     length = v(serving.max_model_len)
     assumptions = []
@@ -268,105 +270,13 @@ def _predict_trtllm_plan(plan) -> Prediction:
         fraction=float(fraction.value) if fraction is not None and fraction.is_set else None,
         max_seq_len=length if isinstance(length, int) and length > 0 else None,
         tp=int(v(serving.tensor_parallel, 1)), pp=int(v(serving.pipeline_parallel, 1)), kv_dtype=kv_dtype,
-        max_tokens=written("kv_cache_config.max_tokens"), tokens_per_block=v(serving.block_size),
+        max_tokens=written(trt.KV_MAX_TOKENS), tokens_per_block=v(serving.block_size),
         max_num_tokens=v(serving.max_num_batched_tokens), max_batch_size=v(serving.max_num_seqs),
         cuda_graphs=bool(v(serving.cuda_graphs, True)),
-        max_input_len=written("build_config.max_input_len" if engine else "max_input_len"),
-        fail_fast=plan.value("fail_fast_on_attention_window_too_large") is True)
+        max_input_len=written(trt.BUILD_MAX_INPUT_LEN if engine else trt.MAX_INPUT_LEN),
+        fail_fast=plan.value(trt.FAIL_FAST_WINDOW) is True)
     return pred._replace(assumptions=tuple(assumptions) + pred.assumptions)
 
 
 def gib(n: float | None) -> str:
     return "?" if n is None else f"{n / GIB:.2f} GiB"
-
-
-class Preallocation(NamedTuple):
-    """ORT GenAI's KV buffer: allocated whole, for ``max_length`` tokens, when the Generator is made."""
-
-    kv_bytes: float | None  # None: the config does not preallocate (or its shape is unknown)
-    weights_bytes: float | None  # the decoder's .onnx (+ external data) files beside the config
-    max_length: int | None
-    per_token: float | None  # bytes of one more token of max_length
-    steps: tuple[str, ...]
-    assumptions: tuple[str, ...]
-
-
-def predict_ortgenai(plan) -> Preallocation:
-    """``past_present_share_buffer: true`` makes ORT GenAI allocate
-    ``2 · layers · batch·beams · kv_heads · max_length · head_size · dtype`` bytes up front
-    (src/models/kv_cache.cpp; https://onnxruntime.ai/docs/genai/howto/past-present-share-buffer.html,
-    whose formula leaves out the 2 · layers · dtype factors)."""
-    def val(key, default=None):
-        s = plan.settings.get(key)
-        return s.value if s is not None and not s.templated and s.value is not None else default
-
-    steps, assumptions = [], []
-    serving = plan.facts.serving if plan.facts is not None else None
-    length = serving.max_model_len.value if serving is not None and serving.max_model_len is not None else None
-    share = val("search.past_present_share_buffer", False) is True
-    beams = _pos_int(val("search.num_beams", 1)) or 1
-    batch = _pos_int(val("search.batch_size", 1)) or 1
-    layers = _pos_int(val("model.decoder.num_hidden_layers"))
-    heads = _pos_int(val("model.decoder.num_attention_heads"))
-    kv = _pos_int(val("model.decoder.num_key_value_heads")) or heads
-    head = _pos_int(val("model.decoder.head_size"))
-    hidden = _pos_int(val("model.decoder.hidden_size"))
-    if head is None and hidden and heads:
-        head = hidden // heads
-    providers = [k for k in plan.settings if ".provider_options." in k and k.count(".") == 5]
-    cpu_only = not any(p.split(".")[-1] in ("cuda", "dml", "webgpu", "nvtensorrtrtx", "trt-rtx") for p in providers)
-    dtype = 4 if cpu_only else 2
-    assumptions.append("KV dtype taken as " + ("fp32 (no GPU execution provider: a CPU export)" if cpu_only
-                                                else "fp16 (the model builder's GPU exports)"))
-    filename = val("model.decoder.filename")
-    weights = _onnx_weights(plan, filename)
-    if weights is not None:
-        steps.append(f"weights: {weights / GIB:.2f} GiB (the decoder's ONNX files beside the config)")
-    elif layers and hidden:
-        vocab = _pos_int(val("model.vocab_size")) or 0
-        name = str(filename or "").lower()
-        per = 0.5 + 1 / 16 if "int4" in name else 1.0 + 1 / 64 if "int8" in name else dtype
-        params = 12 * layers * hidden * hidden + vocab * hidden
-        weights = params * per
-        steps.append(f"weights ≈ {weights / GIB:.2f} GiB = (12 · {layers} layers · {hidden}² + {vocab} vocab · {hidden}) "
-                     f"parameters · {per:.2f} B")
-        assumptions.append("weights estimated from hidden_size and num_hidden_layers (the ONNX files are not beside the "
-                           "config); bytes per parameter from the file name (int4 / int8) or the KV dtype")
-    if None in (layers, kv, head, length) or not isinstance(length, int):
-        return Preallocation(None, weights, None, None, tuple(steps), tuple(assumptions + [
-            "the decoder's shape or max_length is not stated"]))
-    per_token = 2 * layers * batch * beams * kv * head * dtype
-    if not share or beams > 1:
-        why = "past_present_share_buffer is not true" if not share else "num_beams > 1 turns the shared buffer off"
-        steps.append(f"no preallocation: {why}; the KV cache grows (and is copied) step by step")
-        return Preallocation(None, weights, length, per_token, tuple(steps), tuple(assumptions))
-    total = per_token * length
-    steps.append(f"KV preallocated = 2 · {layers} layers · {batch * beams} sequence(s) · {kv} KV heads · "
-                 f"max_length {length} · head_size {head} · {dtype} B = {total / GIB:.2f} GiB")
-    return Preallocation(total, weights, length, per_token, tuple(steps), tuple(assumptions))
-
-
-def _pos_int(v) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
-
-
-def _onnx_weights(plan, filename) -> float | None:
-    """Bytes of the decoder's ONNX file and its external-data file(s) when they sit beside the config."""
-    from pathlib import Path
-
-    if not isinstance(filename, str) or not filename:
-        return None
-    folder = Path(plan.file).parent
-    try:
-        model = folder / filename
-        if not model.is_file():
-            return None
-        total = model.stat().st_size
-        for extra in folder.glob(Path(filename).name + "*.data"):
-            total += extra.stat().st_size
-        data = folder / (Path(filename).name + ".data")
-        if not data.is_file() and (folder / (Path(filename).stem + ".onnx_data")).is_file():
-            total += (folder / (Path(filename).stem + ".onnx_data")).stat().st_size
-        return float(total)
-    except OSError:
-        return None

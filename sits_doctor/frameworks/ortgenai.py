@@ -11,6 +11,8 @@ from __future__ import annotations
 NEWEST = "0.18.0"  # the newest release this module's knowledge covers
 
 CONFIG_H = "src/config.h"
+MAX_LENGTH = "search.max_length"
+SHARE_BUFFER = "search.past_present_share_buffer"  # the KV buffer is allocated whole, for max_length
 
 
 def effective(plan, target, model_dims=None):
@@ -24,7 +26,7 @@ def effective(plan, target, model_dims=None):
         return Value.of(s) if s is not None and not s.templated else fallback
 
     context = val("model.context_length")
-    max_len = val("search.max_length")
+    max_len = val(MAX_LENGTH)
     if (max_len is None or max_len.value == 0) and context is not None:
         max_len = Value.derived(context.value, f"search.max_length unset: model.context_length ({context.prov})")
     graphs = None

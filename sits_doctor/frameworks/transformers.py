@@ -31,6 +31,9 @@ CACHE_IMPLEMENTATIONS = (
                          | STATIC_CACHE_ALIASES)),
 )
 GENERATION_CACHE_KEY = "generation_config.cache_implementation"
+GENERATION_MAX_LENGTH = "generation_config.max_length"
+GENERATION_MAX_NEW_TOKENS = "generation_config.max_new_tokens"  # wins over max_length in generate()
+STATIC_CACHES = ("static", "offloaded_static", "sliding_window", "hybrid")  # preallocated (the latter two: aliases)
 
 
 def cache_implementations(version: str) -> frozenset[str] | None:

@@ -42,6 +42,15 @@ MIXED_SAMPLER_GONE = "remove it (1.0 renamed it enable_mixed_sampler, which late
 
 
 # --- effective serving facts (LLM-API YAML; engine config.json) -------------------------------
+# option names (LlmArgs / BuildConfig / KvCacheConfig fields) the capacity rules read and write
+MAX_SEQ_LEN = "max_seq_len"
+BUILD_MAX_SEQ_LEN = "build_config.max_seq_len"  # an engine's, fixed at build time
+MAX_INPUT_LEN = "max_input_len"
+BUILD_MAX_INPUT_LEN = "build_config.max_input_len"
+KV_MAX_TOKENS = "kv_cache_config.max_tokens"
+KV_CACHE_DTYPE = "kv_cache_config.dtype"
+BACKEND = "backend"
+FAIL_FAST_WINDOW = "fail_fast_on_attention_window_too_large"  # raise instead of shrinking the window (1.0+)
 KV_FRACTION_DEFAULT = 0.9  # KvCacheConfig.free_gpu_memory_fraction (fraction of FREE memory) since 0.8.0
 TOKENS_PER_BLOCK_DEFAULT = 32  # KvCacheConfig.tokens_per_block
 LLM_ARGS = "tensorrt_llm/llmapi/llm_args.py"
@@ -71,10 +80,10 @@ def effective(plan, target, model_dims=None):
         elif V(target.version) >= V(LLMAPI_STRICT) and plan.value("backend") in (None, "pytorch"):
             graphs = default(True, LLM_ARGS + ": cuda_graph_config default_factory on the PyTorch backend")
     return Serving(
-        max_model_len=val(pre + "max_seq_len"),
+        max_model_len=val(BUILD_MAX_SEQ_LEN if engine else MAX_SEQ_LEN),
         max_num_seqs=val(pre + "max_batch_size"),
         max_num_batched_tokens=val(pre + "max_num_tokens"),
-        kv_cache_dtype=val("kv_cache_config.dtype", "pretrained_config.quantization.kv_cache_quant_algo"),
+        kv_cache_dtype=val(KV_CACHE_DTYPE, "pretrained_config.quantization.kv_cache_quant_algo"),
         block_size=val("kv_cache_config.tokens_per_block", "build_config.plugin_config.tokens_per_block",
                        fallback=None if engine else default(TOKENS_PER_BLOCK_DEFAULT)),
         tensor_parallel=val("tensor_parallel_size", "pretrained_config.mapping.tp_size"),
