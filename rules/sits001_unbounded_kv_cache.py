@@ -130,7 +130,7 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     how = "as set" if written else "derived from the model: max_model_len is not set"
     if pred.startup_ok is False:
         fixes = []
-        if low >= serving.block_size.value if serving.block_size is not None else low > 0:
+        if low > 0:  # the pool is whole KV blocks: any tokens at all are at least one block
             title = f"set max_model_len to {low} (the most that fits the low estimate)"
             fixes.append(edit.replace_value(at, low, title, Safety.UNSAFE) if written
                          else add_option(plan, fw.MAX_MODEL_LEN, low, title, Safety.UNSAFE))
@@ -223,7 +223,7 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
             tf.GENERATION_MAX_NEW_TOKENS) is not None:
         return
     length = length_at.value
-    if not isinstance(length, int) or isinstance(length, bool) or length <= 0:
+    if not isinstance(length, int):  # a non-number is the schema's to report; 0 and below need no room
         return
     cache = plan.settings.get(tf.GENERATION_CACHE_KEY)
     static = cache is not None and cache.value in tf.STATIC_CACHES

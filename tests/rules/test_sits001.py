@@ -413,3 +413,29 @@ def test_hf_model_larger_than_the_gpu_has_no_length_to_offer(tmp_path, monkeypat
     (f,) = clean(check(["model"], CheckOptions(isolated=True, select=["SITS001"], gpu="A10G"))).findings
     assert f.fix_hint == "use a GPU with more memory or a quantized checkpoint" and not f.fixes
     assert f.severity.value == "error" and "the weights alone (" in f.message and "leave no room on A10G" in f.message
+
+
+def test_ort_length_from_context_length_is_reported_without_an_edit(tmp_path, monkeypatch):
+    import json
+
+    config = json.loads(ort_config(131072))
+    del config["search"]["max_length"]  # 0 / unset: ORT GenAI takes model.context_length (131072)
+    (f,) = ort(tmp_path, monkeypatch, json.dumps(config, indent=2)).findings
+    assert f.severity.value == "error" and "search.max_length 131072" in f.message and not f.fixes
+
+
+@pytest.mark.parametrize(("target", "per_token"), [("transformers==4.57.1", 4), ("transformers==5.0.0", 2)])
+def test_hf_sliding_layers_hold_the_window_from_transformers_5(tmp_path, monkeypatch, target, per_token):
+    # 4 layers, two of them sliding: 4.x's DynamicCache keeps every token on all of them, 5.x only on the full ones
+    sliding = {**LLAMA_CONFIG, "num_hidden_layers": 4, "sliding_window": 4096, "hidden_size": 8192,
+               "num_attention_heads": 64, "intermediate_size": 28672,
+               "layer_types": ["sliding_attention", "full_attention"] * 2}
+    import json
+
+    write(tmp_path, "model/config.json", json.dumps(sliding))
+    write(tmp_path, "model/generation_config.json", json.dumps({"max_length": 10_000_000}))
+    monkeypatch.chdir(tmp_path)
+    (f,) = clean(check(["model"], CheckOptions(targets=[target], isolated=True, select=["SITS001"],
+                                               gpu="A10G"))).findings
+    kib = 2 * 8 * 128 * 2 * per_token / 1024
+    assert any(e.startswith(f"KV per token: {kib:.1f} KiB/token/rank") for e in f.evidence), f.evidence
