@@ -439,3 +439,11 @@ def test_hf_sliding_layers_hold_the_window_from_transformers_5(tmp_path, monkeyp
                                                gpu="A10G"))).findings
     kib = 2 * 8 * 128 * 2 * per_token / 1024
     assert any(e.startswith(f"KV per token: {kib:.1f} KiB/token/rank") for e in f.evidence), f.evidence
+
+
+def test_ort_on_a_gpu_the_weights_fill_offers_no_length(tmp_path, monkeypatch):
+    write(tmp_path, "genai_config.json", ort_config(131072))
+    monkeypatch.chdir(tmp_path)
+    report = clean(check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS001"], gpu_memory=8 * 2**30)))
+    (f,) = report.findings  # Phi-3-mini's ~7.6 GB of fp16 weights leave nothing of 8 GiB for the buffer
+    assert f.severity.value == "error" and not f.fixes and f.fix_hint == "use a GPU with more memory"
