@@ -291,9 +291,7 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
     evidence = [f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})" + (f"; {gpu.note}" if gpu.note else ""),
                 *pred.steps, *pred.assumptions, f"target: {ctx.target}"]
     how = "as set" if at is not None else "not set: the model's maximum"
-    block = plan.facts.serving.block_size
-    step = int(block.value) if block is not None and isinstance(block.value, int) and block.value > 0 else 1
-    bound = low // step * step
+    bound = low  # the pool is whole KV blocks (tokens_per_block), so its low end is a bound as it stands
     if pred.startup_ok is False:
         fixes = []
         if not engine and bound > 0:

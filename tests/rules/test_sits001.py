@@ -400,6 +400,7 @@ def test_a_range_that_straddles_the_length_is_an_info_for_vllm_and_trtllm(tmp_pa
                                                         gpu_memory=35 * 2**30)))
     (f,) = report.findings
     assert f.severity.value == "info" and "may not fit one sequence" in f.message
+    assert f.location.line == 3  # at the max_seq_len it judges
 
 
 def test_hf_model_larger_than_the_gpu_has_no_length_to_offer(tmp_path, monkeypatch):

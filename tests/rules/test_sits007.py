@@ -322,3 +322,14 @@ def test_trtllm_tensorrt_backend_is_not_reported(tmp_path, monkeypatch):
     # kv_cache_config.dtype is a PyTorch-backend option; a TensorRT engine's KV dtype is built in
     fake_trtllm_pool(monkeypatch)
     assert trt(tmp_path, monkeypatch, TRT + "backend: tensorrt\n") == []
+
+
+@pytest.mark.parametrize(("length", "severity"), [
+    (112_000, "warning"),  # about 3.9 requests at once on one H100 (440080 tokens)
+    (100_000, "info"),  # about 4.4: from 4 on an info
+    (60_000, "info"),  # about 7.3: still below 8
+    (54_000, None),  # about 8.1: capacity does not bind
+])
+def test_the_thresholds_count_max_length_requests(tmp_path, monkeypatch, length, severity):
+    found = run(tmp_path, monkeypatch, f"model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: {length}\n")
+    assert [f.severity.value for f in found] == ([severity] if severity else [])
