@@ -333,3 +333,10 @@ def test_trtllm_tensorrt_backend_is_not_reported(tmp_path, monkeypatch):
 def test_the_thresholds_count_max_length_requests(tmp_path, monkeypatch, length, severity):
     found = run(tmp_path, monkeypatch, f"model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: {length}\n")
     assert [f.severity.value for f in found] == ([severity] if severity else [])
+
+
+@pytest.mark.parametrize(("length", "fires"), [(32768, True), (32767, False)])
+def test_long_context_starts_at_32768(tmp_path, monkeypatch, length, fires):
+    # one L4 (Ada, fp8): Llama-3.1-8B leaves room for about 1.2 requests of 32768 tokens
+    found = run(tmp_path, monkeypatch, f"model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: {length}\n", gpu="L4")
+    assert bool(found) is fires
