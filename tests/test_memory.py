@@ -317,3 +317,23 @@ def test_a_vision_encoder_counts_and_stays_in_16_bits_when_the_text_model_is_qua
     value, _ = memory.weights_bytes(fp8)
     quantized = fp8.params.value - parts["embeddings"] - parts["vision"]
     assert value.value == pytest.approx(quantized * 1.0 + (parts["embeddings"] + parts["vision"]) * 2)
+
+
+@pytest.mark.parametrize(("name", "size"), [("half", 2), ("fp16", 2), ("bf16", 2), ("float16", 2), ("fp8_e5m2", 1),
+                                            ("fp8_e4m3", 1), ("int8", 1), ("float32", 4)])
+def test_kv_dtype_spellings_and_their_bytes(name, size):
+    assert memory.dtype_bytes(name) == size
+
+
+def test_a_shape_without_layers_is_missing_not_guessed():
+    value, missing = memory.kv_bytes_per_token(dims({k: v for k, v in LLAMA_8B.items() if k != "num_hidden_layers"}
+                                                    | {"model_type": "unknown_arch"}), "auto")
+    assert value is None and missing == "num_hidden_layers"
+
+
+def test_one_pipeline_stage_is_not_mentioned_and_mla_without_a_rope_part_counts_the_latent_alone():
+    one, _ = memory.kv_bytes_per_token(dims(LLAMA_8B), "auto", pp=1)
+    assert "pipeline" not in str(one.prov)
+    latent = {**LLAMA_8B, "model_type": "an_mla_model", "kv_lora_rank": 512, "qk_nope_head_dim": 128, "v_head_dim": 128}
+    value, _ = memory.kv_bytes_per_token(dims(latent), "auto")
+    assert value.value == 512 * 2 * 32
