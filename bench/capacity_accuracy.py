@@ -257,6 +257,10 @@ def why(row: dict, case: dict) -> str:
     gaps = [(abs(p - l), k, p, l) for k, (p, l) in row.get("parts_gib", {}).items()
             if p is not None and l is not None and k != "kv"]
     notes = []
+    if row.get("startup_ok") is None and case["settings"].get("max_model_len"):
+        low, _, high = row["predicted"]
+        notes.append(f"the predicted range {low}–{high} tokens straddles max_model_len {case['settings']['max_model_len']}: "
+                     "no verdict")
     if gaps:
         _, k, p, l = max(gaps)
         if abs(p - l) >= 0.25:
@@ -355,6 +359,9 @@ def main() -> None:
         mark = " (in-sample)" if r["id"] in IN_SAMPLE else " (sibling)" if r["id"] in SIBLING else ""
         hit = ("error" in r and abs(r["error"]) <= 0.10) or ("kv_error" in r and "error" not in r
                                                              and abs(r["kv_error"]) <= 0.10)
+        wrong_verdict = ((r["status"] in FAILED and r["startup_ok"] is not False)
+                         or (r["status"] == "started" and r["startup_ok"] is False))
+        hit = hit and not wrong_verdict
         r["why"] = "" if hit else why(r, by_id[r["id"]])
         md.append(f"| {r['id']}{mark} | {r['version']} | {r['logged_tokens'] or ''} | {p[0]} / {p[1]} / {p[2]} | {err} | "
                   f"{kv_text} | {r['status']} → {verdict} | {other_text} | {r['why']} |")
