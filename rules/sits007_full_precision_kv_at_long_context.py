@@ -222,8 +222,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
 
 def subject(plan: Plan, ctx):
     """What the rule would have judged when the model is unknown (the engine's "cannot check"
-    info): vLLM's KV cache, unless it is already 8-bit; nothing for TensorRT-LLM, whose KV pool
-    sits-doctor does not predict yet."""
+    info): vLLM's KV cache, unless it is already 8-bit; nothing for TensorRT-LLM files (SITS001
+    already says their model is unknown)."""
     if plan.framework != "vllm" or plan.facts is None or plan.facts.serving is None:
         return None
     kv = plan.facts.serving.kv_cache_dtype

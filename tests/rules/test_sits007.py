@@ -340,3 +340,26 @@ def test_long_context_starts_at_32768(tmp_path, monkeypatch, length, fires):
     # one L4 (Ada, fp8): Llama-3.1-8B leaves room for about 1.2 requests of 32768 tokens
     found = run(tmp_path, monkeypatch, f"model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: {length}\n", gpu="L4")
     assert bool(found) is fires
+
+
+@pytest.mark.parametrize(("text", "line"), [
+    ("model: org/private-model\nmax-model-len: 131072\n", 1),  # nothing written: at the deployment
+    ("model: org/private-model\nkv-cache-dtype: bfloat16\n", 2),  # at the 16-bit dtype it would change
+    ("model: org/private-model\nkv-cache-dtype: fp8\n", None),  # already 8-bit: nothing to check
+])
+def test_an_unknown_model_is_said_once_at_what_the_rule_would_judge(tmp_path, monkeypatch, text, line):
+    found = run(tmp_path, monkeypatch, text)
+    if line is None:
+        assert found == []
+    else:
+        (f,) = found
+        assert f.severity.value == "info" and "cannot check the KV cache dtype against the model" in f.message
+        assert f.location.line == line
+
+
+def test_an_unknown_model_in_a_trtllm_file_is_left_to_sits001(tmp_path, monkeypatch):
+    write(tmp_path, "llm_api.yaml", "model: org/private-model\nmax_num_tokens: 8192\nmax_seq_len: 131072\n")
+    monkeypatch.chdir(tmp_path)
+    report = check(["llm_api.yaml"], CheckOptions(targets=["trtllm==1.0.0"], isolated=True, select=["SITS007"],
+                                                  gpu="H100"))
+    assert report.findings == [] and not report.internal_errors
