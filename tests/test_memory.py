@@ -195,6 +195,8 @@ def test_sliding_window_layers_are_checked_by_their_window_from_the_hybrid_manag
       "config_groups": {"group_0": {"weights": {"num_bits": 4, "type": "int", "group_size": 128}}}}, 0.5 + 4 / 128),
     ({"quant_method": "modelopt", "quant_algo": "NVFP4"}, 0.5 + 1 / 16),
     ({"quant_method": "modelopt", "quant_algo": "FP8"}, 1.0),
+    ({"quant_method": "gptq", "bits": 4, "group_size": 128}, 0.5 + 4 / 128),  # int4 + an fp16 scale and zero per 128
+    ({"quant_method": "awq", "bits": 4, "group_size": 128}, 0.5 + 4 / 128),
 ])
 def test_weights_are_weighed_by_the_format_the_quantization_config_stores(quantization_config, rate):
     d = dims({**LLAMA_8B, "quantization_config": quantization_config})
@@ -320,7 +322,7 @@ def test_a_vision_encoder_counts_and_stays_in_16_bits_when_the_text_model_is_qua
 
 
 @pytest.mark.parametrize(("name", "size"), [("half", 2), ("fp16", 2), ("bf16", 2), ("float16", 2), ("fp8_e5m2", 1),
-                                            ("fp8_e4m3", 1), ("int8", 1), ("float32", 4)])
+                                            ("fp8_e4m3", 1), ("int8", 1), ("float32", 4), ("fp8_per_token_head", 1)])
 def test_kv_dtype_spellings_and_their_bytes(name, size):
     assert memory.dtype_bytes(name) == size
 
@@ -337,3 +339,12 @@ def test_one_pipeline_stage_is_not_mentioned_and_mla_without_a_rope_part_counts_
     latent = {**LLAMA_8B, "model_type": "an_mla_model", "kv_lora_rank": 512, "qk_nope_head_dim": 128, "v_head_dim": 128}
     value, _ = memory.kv_bytes_per_token(dims(latent), "auto")
     assert value.value == 512 * 2 * 32
+
+
+def test_shapes_that_cannot_be_sized_say_what_is_missing():
+    assert memory.layers_per_rank(32, 0) == 32  # no pipeline stages given: one
+    mla = dims({**LLAMA_8B, "model_type": "an_mla_model", "kv_lora_rank": 512, "qk_rope_head_dim": 64})
+    assert memory.kv_bytes_per_token(mla, "turboquant_3bit") == (None, "the KV dtype (turboquant_3bit)")
+    headless = {k: v for k, v in LLAMA_8B.items() if k not in ("num_attention_heads", "num_key_value_heads")}
+    assert memory.kv_bytes_per_token(dims(headless | {"model_type": "unknown_arch"}), "auto") == (
+        None, "num_key_value_heads / head_dim")
