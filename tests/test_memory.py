@@ -322,7 +322,9 @@ def test_a_vision_encoder_counts_and_stays_in_16_bits_when_the_text_model_is_qua
 
 
 @pytest.mark.parametrize(("name", "size"), [("half", 2), ("fp16", 2), ("bf16", 2), ("float16", 2), ("fp8_e5m2", 1),
-                                            ("fp8_e4m3", 1), ("int8", 1), ("float32", 4), ("fp8_per_token_head", 1)])
+                                            ("fp8_e4m3", 1), ("int8", 1), ("float32", 4), ("fp8_per_token_head", 1),
+                                            ("fp32", 4), ("float", 4), ("fp8", 1), ("fp8_inc", 1),
+                                            ("int8_per_token_head", 1)])
 def test_kv_dtype_spellings_and_their_bytes(name, size):
     assert memory.dtype_bytes(name) == size
 
@@ -342,6 +344,11 @@ def test_one_pipeline_stage_is_not_mentioned_and_mla_without_a_rope_part_counts_
 
 
 def test_shapes_that_cannot_be_sized_say_what_is_missing():
+    assert memory.dtype_bytes(None) is None
+    assert memory.kv_bytes_per_token(None, "auto") == (None, "the model config")
+    assert memory.weights_bytes(None) == (None, "the model config")
+    fp32_kv, _ = memory.kv_bytes_per_token(dims({**LLAMA_8B, "torch_dtype": "float32"}), "auto")
+    assert fp32_kv.value == 2 * 8 * 128 * 2 * 32  # vLLM serves an fp32 checkpoint in fp16 (dtype auto)
     assert memory.layers_per_rank(32, 0) == 32  # no pipeline stages given: one
     mla = dims({**LLAMA_8B, "model_type": "an_mla_model", "kv_lora_rank": 512, "qk_rope_head_dim": 64})
     assert memory.kv_bytes_per_token(mla, "turboquant_3bit") == (None, "the KV dtype (turboquant_3bit)")
