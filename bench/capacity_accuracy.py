@@ -208,7 +208,9 @@ def predict(case: dict) -> dict:
         row["assumptions"].append(why)
     util = number(s.get("gpu_memory_utilization"))
     if util is None:
-        util = 0.92 if tuple(int(x) for x in version.split(".")[:2]) >= (0, 20) else 0.90
+        from sits_doctor.frameworks.vllm import utilization_default
+
+        util = utilization_default(version)
         row["assumptions"].append(f"gpu_memory_utilization not stated: default {util}")
     row["assumptions"] += [a for a in (vnote,) if a] + [f"config: {where}", f"memory: {mem_note}"]
     pred = predict_vllm(

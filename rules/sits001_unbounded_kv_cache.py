@@ -108,15 +108,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
 
 
 def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
-    from sits_doctor.capacity import predict_plan
-
-    pred = predict_plan(plan)
+    pred = yield from _sized(plan)
     if pred is None:
-        return
-    if pred.tokens is None or not pred.max_model_len:
-        if pred.missing:
-            yield RULE.finding(plan, plan.anchor, f"cannot size the KV cache: {'; '.join(pred.missing)}",
-                               severity=Severity.INFO)
         return
     serving = plan.facts.serving
     length = serving.max_model_len
@@ -158,6 +151,22 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             evidence=evidence, severity=Severity.WARNING,
             fix_hint="set max_model_len to the longest request you serve (the workload's p99)",
         )
+
+
+def _sized(plan: Plan):
+    """The plan's capacity prediction when it has a length to judge (returned), else nothing — with
+    an info when what is missing is known (yielded)."""
+    from sits_doctor.capacity import predict_plan
+
+    pred = predict_plan(plan)
+    if pred is None:
+        return None
+    if pred.tokens is None or not pred.max_model_len:
+        if pred.missing:
+            yield RULE.finding(plan, plan.anchor, f"cannot size the KV cache: {'; '.join(pred.missing)}",
+                               severity=Severity.INFO)
+        return None
+    return pred
 
 
 ORT_HEADROOM = 0.5  # a preallocated KV buffer above half the GPU's memory: warn (max_length above need)
@@ -271,16 +280,10 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
 def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
     """TensorRT-LLM starts even when one max_seq_len sequence does not fit its KV pool: it shrinks
     the attention window (and max_seq_len) to what fits and logs a warning."""
-    from sits_doctor.capacity import predict_plan
     from sits_doctor.frameworks import trtllm as trt
 
-    pred = predict_plan(plan)
+    pred = yield from _sized(plan)
     if pred is None:
-        return
-    if pred.tokens is None or not pred.max_model_len:
-        if pred.missing:
-            yield RULE.finding(plan, plan.anchor, f"cannot size the KV cache: {'; '.join(pred.missing)}",
-                               severity=Severity.INFO)
         return
     low, estimate, high = pred.tokens
     length = pred.max_model_len

@@ -128,7 +128,7 @@ FP8 = "fp8"  # the value the fix writes (e4m3 in vLLM and TensorRT-LLM)
 TRT_KV_CONFIG = "/kv_cache_config"
 TRT_KV_DTYPE = "dtype"
 TRT_BACKEND = trt.BACKEND
-TRT_PYTORCH = (None, "pytorch")  # unset: the PyTorch backend, the LLM API's default from 1.0
+TRT_PYTORCH = (None, trt.PYTORCH_BACKENDS[0])  # unset: the PyTorch backend, the LLM API's default from 1.0
 # How each framework names the length and the KV dtype in messages.
 NAMES = {"vllm": (fw.MAX_MODEL_LEN, None), "trtllm": (trt.MAX_SEQ_LEN, trt.KV_CACHE_DTYPE)}  # None: _vllm_option()
 # What vLLM does without checkpoint scales (kv_cache.py BaseKVCacheMethod); not stated for TensorRT-LLM.

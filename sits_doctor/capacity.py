@@ -43,21 +43,12 @@ def predict_vllm(dims, *, version: str, memory_bytes: float | None, gpu_name: st
 
     from sits_doctor.versions import V
 
-    missing, steps, assumptions = [], [], []
+    assumptions = []
     hybrid_by_request = V(version) >= V(vllm_memory.HYBRID_TOKENS_BY_CONCURRENCY)
-    kv, why = memory.kv_bytes_per_token(dims, kv_dtype, tp=tp, pp=pp, sliding_per_token=not hybrid_by_request)
-    if kv is None:
-        missing.append(why)
-    else:
-        steps.append(f"KV per token: {kv.prov}")
-    weights, why = memory.weights_bytes(dims, params=params, params_note=params_note,
-                                        mxfp4_padding=vllm_memory.MXFP4_PADDING)
-    if weights is None:
-        missing.append(why)
-    else:
-        steps.append(f"weights: {weights.prov}")
-    if memory_bytes is None:
-        missing.append("the GPU's memory (pass --gpu NAME[xN] or --gpu-memory SIZE)")
+    kv, weights, steps, missing = _sizes(
+        memory.kv_bytes_per_token(dims, kv_dtype, tp=tp, pp=pp, sliding_per_token=not hybrid_by_request),
+        memory.weights_bytes(dims, params=params, params_note=params_note, mxfp4_padding=vllm_memory.MXFP4_PADDING),
+        memory_bytes)
     if missing:
         return Prediction("vllm", kv.value if kv else None, weights.value if weights else None, None, max_model_len,
                           None, None, None, tuple(steps), tuple(assumptions), tuple(missing))
@@ -149,6 +140,21 @@ def for_plan(plan) -> dict:
     return out
 
 
+def _sizes(kv_found, weights_found, memory_bytes):
+    """KV bytes per token and weights (each a Value, or None), the steps that show them, and what is
+    missing to size a pool — the inputs every framework's pool model starts from."""
+    steps, missing = [], []
+    (kv, why_kv), (weights, why_weights) = kv_found, weights_found
+    for value, why, label in ((kv, why_kv, "KV per token"), (weights, why_weights, "weights")):
+        if value is None:
+            missing.append(why)
+        else:
+            steps.append(f"{label}: {value.prov}")
+    if memory_bytes is None:
+        missing.append("the GPU's memory (pass --gpu NAME[xN] or --gpu-memory SIZE)")
+    return kv, weights, steps, missing
+
+
 def predict_trtllm(dims, *, version: str, backend: str, memory_bytes: float | None, fraction: float | None,
                    max_seq_len: int | None, tp: int = 1, pp: int = 1, kv_dtype: str | None = "auto",
                    max_tokens: int | None = None, tokens_per_block: int | None = None,
@@ -160,19 +166,8 @@ def predict_trtllm(dims, *, version: str, backend: str, memory_bytes: float | No
     from sits_doctor import memory
     from sits_doctor.frameworks import trtllm_memory
 
-    missing, steps = [], []
-    kv, why = memory.kv_bytes_per_token(dims, kv_dtype, tp=tp, pp=pp, sliding_per_token=True)
-    if kv is None:
-        missing.append(why)
-    else:
-        steps.append(f"KV per token: {kv.prov}")
-    weights, why = memory.weights_bytes(dims)
-    if weights is None:
-        missing.append(why)
-    else:
-        steps.append(f"weights: {weights.prov}")
-    if memory_bytes is None:
-        missing.append("the GPU's memory (pass --gpu NAME[xN] or --gpu-memory SIZE)")
+    kv, weights, steps, missing = _sizes(memory.kv_bytes_per_token(dims, kv_dtype, tp=tp, pp=pp, sliding_per_token=True),
+                                         memory.weights_bytes(dims), memory_bytes)
     if missing:
         return Prediction("trtllm", kv.value if kv else None, weights.value if weights else None, None, max_seq_len,
                           None, None, None, tuple(steps), (), tuple(missing))
@@ -254,8 +249,8 @@ def _predict_trtllm_plan(plan) -> Prediction:
 
     version = plan.target.version
     engine = plan.kind == "trtllm-engine"
-    backend = (trtllm_memory.TENSORRT if engine or plan.value(trt.BACKEND) in ("tensorrt", "trt")
-               else trtllm_memory.PYTORCH if plan.value(trt.BACKEND) in ("pytorch", "_autodeploy")
+    backend = (trtllm_memory.TENSORRT if engine or plan.value(trt.BACKEND) in trt.TENSORRT_BACKENDS
+               else trtllm_memory.PYTORCH if plan.value(trt.BACKEND) in trt.PYTORCH_BACKENDS
                else trtllm_memory.default_backend(version))
     length = v(serving.max_model_len)
     assumptions = []

@@ -243,6 +243,13 @@ def yaml_false_dropped(setting, version) -> bool:
 
 # --- effective serving facts ------------------------------------------------------------------
 GPU_MEMORY_UTILIZATION_092 = "0.20.0"  # default 0.92 from here (0.90 before)
+
+
+def utilization_default(version: str) -> float:
+    """``gpu_memory_utilization`` when it is not set, for this release."""
+    from sits_doctor.versions import V
+
+    return 0.92 if V(version) >= V(GPU_MEMORY_UTILIZATION_092) else 0.90
 DEFAULT_BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
 ARG_UTILS = "vllm/engine/arg_utils.py"
 BATCH_DEFAULTS_NOTE = ("depends on the GPU (EngineArgs.get_batch_defaults: 1024 sequences and 8192 batched "
@@ -287,7 +294,7 @@ def effective(plan, target, model_dims=None):
     cuda_graphs = (Value(False, why.prov, why.setting) if graphs_off and why is not None
                    else Value.derived(True, f"CUDA graphs are on unless --enforce-eager, -O0 or cudagraph_mode NONE "
                                             f"(vLLM {version})"))
-    util_default = 0.92 if ver >= V(GPU_MEMORY_UTILIZATION_092) else 0.90
+    util_default = utilization_default(version)
     backend = val("attention_backend", None, "attention_config.backend")
     env_backend = plan.env.get(ENV_ATTENTION_BACKEND)
     if backend is None and env_backend is not None and not env_backend.templated and ver < V(ATTENTION_BACKEND_ENV_IGNORED):

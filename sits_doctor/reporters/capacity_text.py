@@ -4,6 +4,7 @@ ten seconds (weights, KV per token, pool, concurrency, verdict), then how each f
 from __future__ import annotations
 
 from sits_doctor.capacity import MAX_LEN_KEY
+from sits_doctor.frameworks.trtllm import MAX_SEQ_LEN as TRT_LENGTH_KEY
 from sits_doctor.memory import GIB
 
 
@@ -23,7 +24,7 @@ def _one(r: dict) -> str:
     verdict = {True: "starts: one max-length request fits",
                False: "WINDOW SHRUNK: one max_seq_len sequence does not fit" if trt else "FAILS AT STARTUP",
                None: "cannot tell"}[start["ok"]]
-    length_key = "max_seq_len" if trt else MAX_LEN_KEY
+    length_key = TRT_LENGTH_KEY if trt else MAX_LEN_KEY
     lines = [f"{r['path']}  ({r['framework']}, model {r['model'] or 'unknown'}, {where})",
              _row("weights", f"{r['weights_bytes'] / GIB:.2f} GiB (all ranks)" if r["weights_bytes"] else "?"),
              _row("KV per token", f"{r['kv_bytes_per_token'] / 1024:.1f} KiB per rank" if r["kv_bytes_per_token"] else "?"),
