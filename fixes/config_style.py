@@ -81,7 +81,9 @@ def plain_reads_back(text: str) -> bool:
     """Whether ``text`` written as a plain YAML scalar is read back as that same string (not a
     number, a boolean, null, ``.inf``/``.nan``, a date ...) by PyYAML (vLLM's loader, YAML 1.1)
     and by YAML 1.2 readers (Kubernetes): anything numeric-looking to either is quoted."""
-    import yaml
+    from sits_doctor.source_yaml import yaml_module
+
+    yaml = yaml_module()
 
     if not _PLAIN_SAFE.match(text) or text in _YAML_11_WORDS or looks_numeric(text):
         return False

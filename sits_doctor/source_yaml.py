@@ -11,6 +11,7 @@ remembered and skipped by the rules.
 from __future__ import annotations
 
 import re
+import sys
 from datetime import date, datetime
 from typing import Any
 
@@ -57,9 +58,49 @@ def neutralize_templates(text: str) -> tuple[str, list[tuple[int, int]]]:
     return "".join(chars), sorted(spans)
 
 
+# PyYAML's pure-Python Reader compiles this full-Unicode character class when ``yaml`` is
+# imported (yaml/reader.py, Reader.NON_PRINTABLE): about 8 ms, half of ``import yaml`` and a
+# tenth of a one-file check. Only the pure-Python reader uses it (the C parser checks characters
+# itself), so :func:`yaml_module` defers compiling it to its first use.
+_NON_PRINTABLE_PREFIX = "[^\x09\x0A\x0D\x20-\x7E\x85"
+
+
+class _DeferredPattern:
+    """A stand-in for ``re.compile(pattern, flags)`` that compiles on first use."""
+
+    def __init__(self, pattern: str, flags: int):
+        self._args = (pattern, flags)
+        self._compiled: re.Pattern | None = None
+
+    def __getattr__(self, name: str):
+        if self._compiled is None:
+            self._compiled = re.compile(*self._args)
+        return getattr(self._compiled, name)
+
+
+def yaml_module():
+    """``import yaml``, deferring the one import-time regex the C parser never uses."""
+    module = sys.modules.get("yaml")
+    if module is not None:
+        return module
+    compile_ = re.compile
+
+    def deferring(pattern, flags=0):
+        if isinstance(pattern, str) and pattern.startswith(_NON_PRINTABLE_PREFIX):
+            return _DeferredPattern(pattern, flags)
+        return compile_(pattern, flags)
+
+    re.compile = deferring
+    try:
+        import yaml
+    finally:
+        re.compile = compile_
+    return yaml
+
+
 def parse_yaml(text: str, display: str) -> list[SourceDoc]:
     """Parse every document of a YAML stream into positioned :class:`SourceDoc` objects."""
-    import yaml
+    yaml = yaml_module()
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     work, template_spans = neutralize_templates(text)
@@ -105,7 +146,7 @@ class _Walker:
     """
 
     def __init__(self, display: str, text: str = ""):
-        import yaml
+        yaml = yaml_module()
 
         self.display = display
         self.text = text
