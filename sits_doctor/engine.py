@@ -11,7 +11,7 @@ from sits_doctor.loaders import load_paths
 from sits_doctor.modelref import ModelResolver
 from sits_doctor.plan import Plan, Target
 from sits_doctor.source import display_path
-from sits_doctor.settings import ProjectSettings, clear_caches, find_config, load_settings
+from sits_doctor.settings import ProjectSettings, clear_caches, find_config, find_config_for_file, load_settings
 from sits_doctor.versions import parse_target, resolve, unknown_version_note
 
 
@@ -460,7 +460,7 @@ def _selection_for(file: str, opts: CheckOptions, base: ProjectSettings, cache: 
     if opts.isolated or opts.config:
         settings = base
     else:
-        found = find_config(Path(file))
+        found = find_config_for_file(file)
         settings = load_settings(found) if found else ProjectSettings()
     key = settings.source or ""
     if key not in cache:

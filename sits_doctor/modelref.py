@@ -22,6 +22,8 @@ class ModelResolver:
     def __init__(self, model_config: str | None = None):
         self.model_config = model_config
         self._cache: dict[Path, ModelFacts] = {}
+        self._local: dict[tuple[str, str], Path | None] = {}  # (folder, name) -> its config.json, per run
+        self._keys: dict[Path, Path] = {}  # path -> resolved path, per run
         self.errors: list[InputError] = []  # problems with models' sidecar files, for the report
 
     def resolve(self, plan: Plan) -> tuple[ModelFacts | None, str | None]:
@@ -38,8 +40,10 @@ class ModelResolver:
         if ref.templated:
             return None, f"the model name comes from a template or variable ({ref.raw})"
         name = str(ref.value)
-        for base in (Path(plan.file).parent, Path.cwd()):
-            found = _local_config(base, name)
+        for base in (os.path.dirname(plan.file) or ".", os.getcwd()):
+            if (base, name) not in self._local:  # the configs of a folder often name one model
+                self._local[base, name] = _local_config(Path(base), name)
+            found = self._local[base, name]
             if found is not None:
                 return self._with_overrides(self._load(found), plan), None
         cached = _from_hf_cache(name, plan.value(fw.REVISION))
@@ -75,7 +79,9 @@ class ModelResolver:
         from sits_doctor.loaders import load_model_config
         from sits_doctor.loaders.hf import model_facts
 
-        key = path.resolve()
+        key = self._keys.get(path)
+        if key is None:
+            key = self._keys[path] = path.resolve()
         if key not in self._cache:
             if not path.is_file():
                 raise InputError(str(path), "model config not found")

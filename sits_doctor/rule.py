@@ -1,6 +1,7 @@
 """Rule metadata, and the one way rules make findings."""
 
 import re
+from functools import lru_cache
 from types import ModuleType
 from typing import Iterable, NamedTuple
 
@@ -49,9 +50,15 @@ class Rule(NamedTuple):
 
 def closest(word: str, known, cutoff: float = 0.75) -> str | None:
     """The known name most like ``word`` (a typo's likely intent), or None."""
+    return _closest(word, tuple(sorted(known)), cutoff)
+
+
+@lru_cache(maxsize=1024)
+def _closest(word: str, known: tuple[str, ...], cutoff: float) -> str | None:
+    # Cached: a directory of configs repeats the same typo against the same names many times.
     import difflib
 
-    close = difflib.get_close_matches(word, sorted(known), n=1, cutoff=cutoff)
+    close = difflib.get_close_matches(word, known, n=1, cutoff=cutoff)
     return close[0] if close else None
 
 

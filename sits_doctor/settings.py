@@ -8,6 +8,7 @@ deployments under this folder run on).
 """
 
 import fnmatch
+import os
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -54,8 +55,17 @@ class ProjectSettings(NamedTuple):
 
 def find_config(start: Path) -> Path | None:
     """The closest ``.sits-doctor.toml`` or ``pyproject.toml`` with ``[tool.sits-doctor]``."""
-    folder = start if start.is_dir() else start.parent
-    return _find_in(folder.resolve())
+    return _find_from(str(start if start.is_dir() else start.parent))
+
+
+def find_config_for_file(file: str) -> Path | None:
+    """:func:`find_config` for a path known to be a file (no stat)."""
+    return _find_from(os.path.dirname(file) or ".")
+
+
+@lru_cache(maxsize=None)
+def _find_from(folder: str) -> Path | None:  # a directory's files share one resolve()
+    return _find_in(Path(folder).resolve())
 
 
 @lru_cache(maxsize=None)
@@ -142,5 +152,6 @@ def _schema():
 
 def clear_caches() -> None:
     """Forget discovered and parsed settings files (each check() sees the files as they are now)."""
+    _find_from.cache_clear()
     _find_in.cache_clear()
     load_settings.cache_clear()

@@ -11,7 +11,7 @@ merge-conflicted) with an :class:`InputError` that names the line and column.
 import bisect
 import os
 import re
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -98,7 +98,10 @@ class SourceDoc:
 
 
 def escape_token(token: str | int) -> str:
-    return str(token).replace("~", "~0").replace("/", "~1")
+    token = str(token)
+    if "~" not in token and "/" not in token:  # nearly every key: nothing to escape
+        return token
+    return token.replace("~", "~0").replace("/", "~1")
 
 
 def join_pointer(base: str, token: str | int) -> str:
@@ -121,11 +124,24 @@ class LineIndex:
 
 def display_path(path: Path) -> str:
     """The path as the user will read it: relative to the working directory when inside it."""
+    path = os.fspath(path)
+    cwd = os.getcwd()
+    folder, name = os.path.split(path)
+    if name not in ("", ".", ".."):
+        inside, shown = _relative(folder or ".", cwd)  # the files of one folder share the work
+        if inside:
+            return name if shown == "." else os.path.join(shown, name)
+    inside, shown = _relative(path, cwd)
+    return shown if inside else path
+
+
+@lru_cache(maxsize=1024)
+def _relative(path: str, cwd: str) -> tuple[bool, str]:
     try:
-        rel = os.path.relpath(path)
+        rel = os.path.relpath(path, cwd)
     except ValueError:
-        return str(path)
-    return str(path) if rel.startswith("..") else rel
+        return False, path
+    return not rel.startswith(".."), rel
 
 
 def read_text(path: Path, display: str) -> str:

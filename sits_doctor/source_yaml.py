@@ -111,7 +111,8 @@ def parse_yaml(text: str, display: str) -> list[SourceDoc]:
             if root is None:
                 continue
             walker = _Walker(display, work)
-            walker.count_uses(root)
+            if "&" in work:  # without an anchor no node has a second use (an alias needs one)
+                walker.count_uses(root)
             data = walker.convert(root, "", 0)
             doc = SourceDoc(display, "yaml", data, walker.positions, text, index=i,
                             template_spans=tuple(template_spans), shared=walker.shared)
@@ -136,6 +137,8 @@ def parse_yaml(text: str, display: str) -> list[SourceDoc]:
 
 
 _MERGE = "tag:yaml.org,2002:merge"
+_STR = "tag:yaml.org,2002:str"
+_yaml: Any = None  # the yaml module, set by parse_yaml before any _Walker converts
 
 
 class _Walker:
@@ -146,7 +149,8 @@ class _Walker:
     """
 
     def __init__(self, display: str, text: str = ""):
-        yaml = yaml_module()
+        global _yaml
+        yaml = _yaml = yaml_module()
 
         self.display = display
         self.text = text
@@ -169,7 +173,7 @@ class _Walker:
                     stack.extend(item if isinstance(item, tuple) else (item,))
 
     def convert(self, node: Any, pointer: str, depth: int) -> Any:
-        import yaml
+        yaml = _yaml
 
         self.nodes += 1
         if self.uses.get(id(node), 1) > 1:
@@ -208,9 +212,9 @@ class _Walker:
                 ptr = join_pointer(pointer, key)
                 if id(key_node) not in own:
                     self.shared.add(ptr)  # merged in with <<: written in another mapping
-                kpos, vpos = _pos(key_node, self.text), _pos(value_node, self.text)
-                self.positions[ptr] = Pos(vpos.line, vpos.col, kpos.line, kpos.col, vpos.start, vpos.end,
-                                          kpos.start, kpos.end, vpos.style)
+                k_line, k_col, k_start, k_end, _ = _span(key_node, self.text)
+                line, col, start, end, style = _span(value_node, self.text)
+                self.positions[ptr] = Pos(line, col, k_line, k_col, start, end, k_start, k_end, style)
                 out[key] = self.convert(value_node, ptr, depth + 1)
             return out
         finally:
@@ -238,6 +242,8 @@ class _Walker:
         return [(k, v) for k, v in merged if getattr(k, "value", None) not in mine] + own
 
     def _scalar(self, node: Any) -> Any:
+        if node.tag == _STR:  # most scalars: the constructor would return the text as it is
+            return node.value
         try:
             value = self.constructor.construct_object(node)
         except Exception:  # an unknown tag (!Ref, !!python/...) is read as its text, never run
@@ -256,6 +262,12 @@ class _Walker:
 def _pos(node: Any, text: str = "") -> Pos:
     """The node's position; a block scalar's span stops before its trailing line breaks and a
     plain multi-line scalar's before trailing blanks."""
+    line, col, start, end, style = _span(node, text)
+    return Pos(line, col, start=start, end=end, style=style)
+
+
+def _span(node: Any, text: str) -> tuple[int, int, int, int, str | None]:
+    """(line, column, start, end, style) of :func:`_pos`."""
     mark, end = node.start_mark, node.end_mark.index
     style = getattr(node, "style", None)
     if style is None:
@@ -264,4 +276,4 @@ def _pos(node: Any, text: str = "") -> Pos:
     if text and style in ("|", ">", None, "block"):
         while end > mark.index and text[end - 1] in " \t\r\n":
             end -= 1
-    return Pos(mark.line + 1, mark.column + 1, start=mark.index, end=end, style=style or None)
+    return mark.line + 1, mark.column + 1, mark.index, end, style or None

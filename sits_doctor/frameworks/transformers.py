@@ -214,7 +214,15 @@ def _weight_scheme(quant: dict) -> str:
 
 
 def model_dims(model):
-    """The dimensions of a model config (sits_doctor.plan.ModelFacts), with provenance."""
+    """The dimensions of a model config (sits_doctor.plan.ModelFacts), with provenance. Kept on
+    the ModelFacts (which never changes once built): every plan that serves it asks again."""
+    dims = model.__dict__.get("_dims")
+    if dims is None:
+        dims = model._dims = _model_dims(model)
+    return dims
+
+
+def _model_dims(model):
     from sits_doctor.facts import ModelDims, Value
 
     got = {name: _first(model, keys, number=name not in ("layer_types",)) for name, keys in ALIASES.items()}

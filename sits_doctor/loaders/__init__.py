@@ -62,8 +62,8 @@ def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            for file in _walk(path, result):
-                _load(file, False, result, seen, consumed)
+            for file, key in _walk(path, result):
+                _load(file, False, result, seen, consumed, key)
         elif path.exists():
             _load(path, not skip_unrecognized, result, seen, consumed)
         elif path.is_symlink():
@@ -73,27 +73,34 @@ def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None
     return result
 
 
-def _walk(root: Path, result: LoadResult) -> Iterable[Path]:
+def _walk(root: Path, result: LoadResult) -> Iterable[tuple[Path, Path | None]]:
+    """(file, its resolved path or None when it must be resolved) of each candidate file. The walk
+    does not follow symlinked folders, so a folder it reaches is the root's real path joined with
+    the folder's path below the root: one resolve for the root, not one per file."""
+    real_root = os.path.realpath(root)
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+        real_dir = os.path.join(real_root, os.path.relpath(dirpath, root))
         for name in sorted(filenames):
             if name.startswith("."):
                 continue
             p = Path(dirpath, name)
             if p.suffix.lower() in CONFIG_SUFFIXES and name not in NEVER_CONFIG:
-                yield p
+                yield p, None if os.path.islink(p) else Path(os.path.normpath(os.path.join(real_dir, name)))
             else:
                 result.skipped += 1
                 why = "never a deployment config" if name in NEVER_CONFIG else "not a .json/.yaml/.yml file"
                 result.skipped_files.append((display_path(p), why))
 
 
-def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consumed: set[Path]) -> None:
-    try:
-        key = path.resolve()
-    except (RuntimeError, OSError):  # a symlink loop: Python 3.11 raises RuntimeError
-        result.errors.append(InputError(display_path(path), "cannot read: symbolic link loop"))
-        return
+def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consumed: set[Path],
+          key: Path | None = None) -> None:
+    if key is None:
+        try:
+            key = path.resolve()
+        except (RuntimeError, OSError):  # a symlink loop: Python 3.11 raises RuntimeError
+            result.errors.append(InputError(display_path(path), "cannot read: symbolic link loop"))
+            return
     if key in seen or (not explicit and key in consumed):
         return
     seen.add(key)

@@ -1,6 +1,9 @@
 """One reporter per output format; each turns a Report into text."""
 
+import re
+
 FORMATS = ("text", "json", "sarif", "github", "junit")
+_SURROGATE = re.compile("[\udc80-\udcff]")  # how Python keeps an undecodable byte of a file name
 
 
 def printable(obj):
@@ -16,7 +19,7 @@ def printable(obj):
 
 
 def _has_surrogate(text: str) -> bool:
-    return any("\udc80" <= c <= "\udcff" for c in text)
+    return _SURROGATE.search(text) is not None
 
 
 def render(report, fmt: str, *, color: bool = False, quiet: bool = False, statistics: bool = False) -> str:
