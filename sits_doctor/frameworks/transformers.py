@@ -96,7 +96,15 @@ def invalid_facts(model) -> list[tuple[object, str]]:
     length that is not a positive integer (a string, a bool, NaN, ±inf, 0, negative, 4096.5), a
     rope configuration that is not a mapping. This is the one checked conversion of model
     numbers; :func:`model_dims` leaves such values out, and the engine reports the config as
-    invalid (exit 2) instead of letting a rule compute "at most -1 tokens" from it."""
+    invalid (exit 2) instead of letting a rule compute "at most -1 tokens" from it. Kept on the
+    ModelFacts, as :func:`model_dims` is."""
+    found = model.__dict__.get("_invalid")
+    if found is None:
+        found = model._invalid = _invalid_facts(model)
+    return found
+
+
+def _invalid_facts(model) -> list[tuple[object, str]]:
     import math
 
     keys = [k for name in POSITIVE_DIMS for k in ALIASES[name]] + ["head_dim", *MAX_LENGTH_KEYS]
