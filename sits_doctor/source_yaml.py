@@ -205,12 +205,14 @@ class _Walker:
                     out_list.append(self.convert(child, ptr, depth + 1))
                 return out_list
             out: dict[str, Any] = {}
-            own = {id(k) for k, _ in node.value}
-            for key_node, value_node in self._pairs(node):
+            pairs = node.value
+            merges = any(k.tag == _MERGE for k, _ in pairs)
+            own = {id(k) for k, _ in pairs} if merges else None
+            for key_node, value_node in self._pairs(node) if merges else self._own_pairs(pairs):
                 key = self._scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else key_node.value
                 key = key if isinstance(key, str) else str(key)
                 ptr = join_pointer(pointer, key)
-                if id(key_node) not in own:
+                if own is not None and id(key_node) not in own:
                     self.shared.add(ptr)  # merged in with <<: written in another mapping
                 k_line, k_col, k_start, k_end, _ = _span(key_node, self.text)
                 line, col, start, end, style = _span(value_node, self.text)
@@ -219,6 +221,18 @@ class _Walker:
             return out
         finally:
             self.active.discard(id(node))
+
+    def _own_pairs(self, pairs: list[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+        """:meth:`_pairs` of a mapping without merge keys: its pairs, duplicates refused."""
+        scalar = _yaml.ScalarNode
+        seen = set()
+        for key_node, _ in pairs:
+            key = key_node.value if isinstance(key_node, scalar) else id(key_node)
+            if key in seen:
+                line, col = _pos(key_node).line, _pos(key_node).col
+                raise InputError(self.display, f"duplicate key {key!r}", line, col)
+            seen.add(key)
+        return pairs
 
     def _pairs(self, node: Any) -> list[tuple[Any, Any]]:
         """The mapping's own pairs (duplicates refused) after the pairs it merges with ``<<``."""
