@@ -10,6 +10,7 @@ bundled catalog of popular models (sits_doctor/catalogs/models.json). vLLM's
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -120,10 +121,17 @@ def _local_config(base: Path, name: str) -> Path | None:
 def _cache_dirs() -> list[Path]:
     """Where huggingface_hub keeps its cache (HF_HUB_CACHE, HF_HOME/hub, XDG/~/.cache)."""
     env = os.environ
-    dirs = [env.get("HF_HUB_CACHE"), env.get("HUGGINGFACE_HUB_CACHE")]
-    if env.get("HF_HOME"):
-        dirs.append(str(Path(env["HF_HOME"]) / "hub"))
-    xdg = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    names = ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME", "XDG_CACHE_HOME", "HOME")
+    return _cache_dirs_for(tuple(env.get(n) for n in names))
+
+
+@lru_cache(maxsize=8)
+def _cache_dirs_for(values: tuple[str | None, ...]) -> list[Path]:  # asked once per plan: keep per environment
+    hub_cache, old_hub_cache, hf_home, xdg, _home = values
+    dirs = [hub_cache, old_hub_cache]
+    if hf_home:
+        dirs.append(str(Path(hf_home) / "hub"))
+    xdg = xdg or str(Path.home() / ".cache")
     dirs.append(str(Path(xdg) / "huggingface" / "hub"))
     return [Path(d).expanduser() for d in dirs if d]
 
