@@ -16,12 +16,12 @@ from typing import Iterable, Sequence
 
 from sits_doctor.errors import InputError, Notice
 from sits_doctor.frameworks import vllm as vllm_fw
-from sits_doctor.loaders import compose, helm, hf, kubernetes, ortgenai, trtllm, vllm
+from sits_doctor.loaders import compose, helm, hf, kubernetes, ortgenai, script, trtllm, vllm
 from sits_doctor.plan import Plan
 from sits_doctor.source import SourceDoc, display_path, parse_json, read_text
 from sits_doctor.source_yaml import parse_yaml
 
-CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml"})
+CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".sh", ".bash", ".pbtxt"})
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
 # Files that sit beside model configs but are never deployment configs: not even opened.
 NEVER_CONFIG = frozenset(
@@ -85,11 +85,11 @@ def _walk(root: Path, result: LoadResult) -> Iterable[tuple[Path, Path | None]]:
             if name.startswith("."):
                 continue
             p = Path(dirpath, name)
-            if p.suffix.lower() in CONFIG_SUFFIXES and name not in NEVER_CONFIG:
+            if (p.suffix.lower() in CONFIG_SUFFIXES or script.is_dockerfile(name)) and name not in NEVER_CONFIG:
                 yield p, None if os.path.islink(p) else Path(os.path.normpath(os.path.join(real_dir, name)))
             else:
                 result.skipped += 1
-                why = "never a deployment config" if name in NEVER_CONFIG else "not a .json/.yaml/.yml file"
+                why = "never a deployment config" if name in NEVER_CONFIG else "not a config, script or Dockerfile by its name"
                 result.skipped_files.append((display_path(p), why))
 
 
@@ -155,7 +155,15 @@ def read_docs(path: Path, display: str) -> list[SourceDoc]:
 def parse_docs(text: str, path: Path, display: str) -> list[SourceDoc]:
     if not text.strip():
         raise InputError(display, "empty file")
+    if script.is_dockerfile(path.name):
+        return [script.parse_dockerfile(text, display)]
+    if script.is_script(path.name, text):
+        return [script.parse_script(text, display)]
     suffix = path.suffix.lower()
+    if suffix == ".pbtxt":
+        from sits_doctor.loaders import triton
+
+        return [triton.parse_pbtxt(text, display)]
     is_json = suffix == ".json" or (suffix not in (".yaml", ".yml") and text.lstrip().startswith(("{", "[")))
     if is_json:
         return [parse_json(text, display)]
@@ -190,6 +198,14 @@ def _tolerable_in_walk(path: Path, err: InputError, text: str | None) -> bool:
 
 def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResult) -> list[Plan]:
     data = doc.data
+    if doc.fmt == "shell":
+        return script.script_plans(doc)
+    if doc.fmt == "dockerfile":
+        return script.dockerfile_plans(doc)
+    if doc.fmt == "pbtxt":
+        from sits_doctor.loaders import triton
+
+        return triton.plans(doc)
     if doc.fmt == "json":
         if trtllm.is_engine_config(data):
             return [trtllm.plan_from_engine(doc)]
@@ -251,6 +267,12 @@ def _sidecars(config_path: Path, consumed: set[Path], result: LoadResult) -> dic
 
 
 def _why_unrecognized(docs: list[SourceDoc]) -> str:
+    if docs and docs[0].fmt in ("shell", "dockerfile"):
+        return script.why_not(docs[0])
+    if docs and docs[0].fmt == "pbtxt":
+        from sits_doctor.loaders import triton
+
+        return f" ({triton.why_not(docs[0])})"
     if all(isinstance(d.data, dict) and not d.data for d in docs):
         return " (it is empty)"
     if any(kubernetes.is_kubernetes(d.data) for d in docs):

@@ -1,0 +1,308 @@
+"""Launch scripts and Dockerfiles that start a serving engine.
+
+A shell script is read word by word with :mod:`sits_doctor.loaders.shell` (every word keeps its
+offsets in the file, so a fix removes exactly a flag and its value). Each command (words between
+control operators and line breaks) that runs ``vllm serve`` or the API server module becomes a
+Plan. Variables are followed as a shell would: ``NAME=value`` and ``export NAME=value`` before the
+command, ``NAME=value cmd`` prefixes, ``${NAME:-default}``; a word that names a variable the
+script does not set stays unknown (counted, not judged). Only exported or prefixed variables are
+the engine's environment.
+
+A Dockerfile's last ``ENTRYPOINT`` and ``CMD`` (exec form ``["vllm", "serve", ...]`` or shell
+form) are the command; ``ENV`` sets the environment and ``FROM`` names the image (whose tag may
+pin the version, and whose own entrypoint runs when the file sets none).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from sits_doctor.loaders import shell
+from sits_doctor.loaders.vllm_args import Token, is_shell_templated, resolve_vars
+from sits_doctor.plan import Plan, Provenance, Setting, Site, Word
+from sits_doctor.source import Pos, SourceDoc, join_pointer
+
+SCRIPT_SUFFIXES = frozenset({".sh", ".bash"})
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+_INSTRUCTION = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]+", re.MULTILINE)
+
+
+def is_dockerfile(path: str) -> bool:
+    name = os.path.basename(path)
+    return name in ("Dockerfile", "Containerfile") or name.startswith("Dockerfile.") or name.endswith(".Dockerfile")
+
+
+def is_script(path: str, text: str | None = None) -> bool:
+    """A shell script by its name (``.sh``, ``.bash``) or, without a suffix, by its ``#!`` line."""
+    name = os.path.basename(path)
+    suffix = os.path.splitext(name)[1].lower()
+    if suffix in SCRIPT_SUFFIXES:
+        return True
+    if suffix or text is None or not text.startswith("#!"):
+        return False
+    first = text.split("\n", 1)[0]
+    return any(first.rstrip().endswith(s) or f"/{s} " in first or f" {s}" in first for s in ("sh", "bash", "dash", "zsh"))
+
+
+# --- shell scripts ----------------------------------------------------------------------------
+
+def parse_script(text: str, display: str) -> SourceDoc:
+    """A script as a document of its words: ``/N`` is the N-th word (operators included)."""
+    words = shell.split(text)
+    doc = SourceDoc(display, "shell", [w.text for w in words], {}, text)
+    doc.positions[""] = Pos(1, 1, start=0, end=len(text))
+    for i, w in enumerate(words):
+        line, col = doc.lines.linecol(w.start)
+        doc.positions[f"/{i}"] = Pos(line, col, start=w.start, end=w.end, style=w.quote or None)
+    doc.derived["shell-words"] = words
+    return doc
+
+
+def _tokens(doc: SourceDoc, words: list[shell.ShellWord], first: int) -> list[Token]:
+    out = []
+    for i, w in enumerate(words, first):
+        pointer = f"/{i}"
+        pos = doc.positions[pointer]
+        prov = Provenance(file=doc.path, pointer=pointer, doc_index=doc.index, line=pos.line, col=pos.col)
+        templated = not w.operator and is_shell_templated(w.text)
+        out.append(Token(w.text, prov, templated, Word(w.text, w.start, w.end, pointer, w.quote), "shell", w.operator))
+    return out
+
+
+def script_plans(doc: SourceDoc) -> list[Plan]:
+    """A Plan for every command of the script that starts vLLM (or ``trtllm-serve``)."""
+    words = doc.derived.get("shell-words") or shell.split(doc.text)
+    tokens = _tokens(doc, words, 0)
+    variables: dict[str, Setting] = {}  # what the script has set so far (exported or not)
+    exported: dict[str, Setting] = {}
+    plans: list[Plan] = []
+    for command in _commands(tokens):
+        prefix: dict[str, Setting] = {}
+        exporting = command[0].text == "export"
+        rest = command[1:] if exporting else command
+        assignments = 0
+        while assignments < len(rest) and _ASSIGNMENT.match(rest[assignments].text):
+            assignments += 1
+        for tok in rest[:assignments]:
+            m = _ASSIGNMENT.match(tok.text)
+            # a lone `export NAME=value` goes with its `export` when removed
+            words = (command[0].word, tok.word) if exporting and len(rest) == 1 else (tok.word,)
+            prefix[m.group(1)] = _variable(doc, tok, m.group(1), m.group(2), words, variables)
+        rest = rest[assignments:]
+        if exporting or not rest:  # assignments alone set shell variables (exported ones: the environment)
+            variables.update(prefix)
+            if exporting:
+                exported.update(prefix)
+            continue
+        env = {**exported, **prefix}
+        resolved, unknown = resolve_vars(rest, {**variables, **prefix})
+        plan = _plan_of(doc, resolved, env)
+        if plan is not None:
+            plan.unchecked += unknown
+            plans.append(plan)
+    return plans
+
+
+def _variable(doc: SourceDoc, tok: Token, name: str, value: str, words, variables: dict[str, Setting]) -> Setting:
+    """``NAME=value`` as a Setting; the value may use variables set before it."""
+    templated = is_shell_templated(value)
+    if templated:
+        probe = tok._replace(text=value, templated=True)
+        (done,), unknown = resolve_vars([probe], variables)
+        if not unknown:
+            value, templated = done.text, False
+    return Setting(key=name, raw_key=name, value=value, raw=value, prov=tok.prov, templated=templated,
+                   site=Site("shell", doc, tok.word.pointer, tuple(w for w in words if w is not None)))
+
+
+def _commands(tokens: list[Token]) -> list[list[Token]]:
+    out: list[list[Token]] = [[]]
+    for t in tokens:
+        if t.operator:
+            if out[-1]:
+                out.append([])
+        else:
+            out[-1].append(t)
+    return [c for c in out if c]
+
+
+def _plan_of(doc: SourceDoc, tokens: list[Token], env: dict[str, Setting], image: Setting | None = None,
+             entrypoint_kept: bool = False, what: str = "script") -> Plan | None:
+    from sits_doctor.loaders.vllm import plan_from_command
+
+    first = next((t for t in tokens if not t.operator), None)
+    if first is None and image is None:
+        return None
+    line = first.prov.line if first is not None else 1
+    label = f"{what} line {line}"
+    anchor = first.prov if first is not None else Provenance(file=doc.path)
+    plan = plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env,
+                             entrypoint_kept=entrypoint_kept, env_expands=False)
+    if plan is not None:
+        return plan
+    try:
+        from sits_doctor.loaders import trtllm_serve
+    except ImportError:  # pragma: no cover - until the trtllm-serve loader lands
+        return None
+    return trtllm_serve.plan_from_tokens(doc, tokens, label=label, anchor=anchor, env=env, image=image)
+
+
+# --- Dockerfiles ------------------------------------------------------------------------------
+
+def parse_dockerfile(text: str, display: str) -> SourceDoc:
+    """A Dockerfile as a document: ``/FROM``, ``/ENV/NAME``, and the last ``/ENTRYPOINT`` and
+    ``/CMD`` (exec form: a list with a position per item; shell form: the words of its text)."""
+    doc = SourceDoc(display, "dockerfile", {}, {"": Pos(1, 1, start=0, end=len(text))}, text)
+    for keyword, start, end in _instructions(text):
+        body = text[start:end]
+        line, col = doc.lines.linecol(start)
+        if keyword == "FROM":
+            image = body.split()[0] if body.split() else ""
+            image_start = start + (len(body) - len(body.lstrip()))
+            doc.data["FROM"] = image
+            doc.positions["/FROM"] = Pos(line, col, start=image_start, end=image_start + len(image))
+            doc.data.pop("ENTRYPOINT", None)  # a new stage starts from its base image's command
+            doc.data.pop("CMD", None)
+        elif keyword in ("ENTRYPOINT", "CMD"):
+            if keyword == "ENTRYPOINT":
+                doc.data.pop("CMD", None)  # Docker: setting ENTRYPOINT resets a CMD from before
+            doc.data[keyword] = _command_value(doc, keyword, body, start)
+        elif keyword == "ENV":
+            _env(doc, body, start)
+    return doc
+
+
+def _instructions(text: str) -> list[tuple[str, int, int]]:
+    """(KEYWORD, start, end) of each instruction's arguments, continuation lines included."""
+    out = []
+    i, n = 0, len(text)
+    while i < n:
+        line_end = text.find("\n", i)
+        line_end = n if line_end < 0 else line_end
+        stripped = text[i:line_end].lstrip()
+        if not stripped or stripped.startswith("#"):
+            i = line_end + 1
+            continue
+        m = _INSTRUCTION.match(text, i)
+        end = line_end
+        while end < n and text[:end].rstrip(" \t\r").endswith("\\"):  # continuation lines
+            nxt = text.find("\n", end + 1)
+            end = n if nxt < 0 else nxt
+        if m is not None and m.start() == i:
+            out.append((m.group(1).upper(), m.end(), end))
+        i = end + 1
+    return out
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def _command_value(doc: SourceDoc, keyword: str, body: str, start: int) -> Any:
+    pointer = f"/{keyword}"
+    offset = start + (len(body) - len(body.lstrip()))
+    line, col = doc.lines.linecol(offset)
+    items = _exec_form(body)
+    if items is not None:  # ["vllm", "serve", ...]: each item keeps its place in the file
+        doc.positions[pointer] = Pos(line, col, start=offset, end=start + len(body.rstrip()), style="flow")
+        for i, (text, m) in enumerate(items):
+            at = start + m.start()
+            item_line, item_col = doc.lines.linecol(at)
+            doc.positions[join_pointer(pointer, i)] = Pos(item_line, item_col, start=at, end=start + m.end(), style='"')
+        return [text for text, _ in items]
+    words = shell.split(body)
+    doc.positions[pointer] = Pos(line, col, start=offset, end=start + len(body))
+    doc.derived[keyword] = [w._replace(start=w.start + start, end=w.end + start) for w in words]
+    return [w.text for w in words]
+
+
+def _exec_form(body: str) -> list[tuple[str, re.Match]] | None:
+    """The items of an exec-form ``["a", "b"]`` with where each is written, or None (shell form).
+    A line continuation between items is only white space to Docker."""
+    import json
+
+    joined = body.replace("\\\r\n", " ").replace("\\\n", " ").strip()
+    if not joined.startswith("["):
+        return None
+    try:
+        items = json.loads(joined)
+    except ValueError:
+        return None
+    if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
+        return None
+    found = list(_JSON_STRING.finditer(body))
+    decoded = [json.loads(m.group()) for m in found]
+    if decoded != items:
+        return None
+    return list(zip(decoded, found))
+
+
+def _env(doc: SourceDoc, body: str, start: int) -> None:
+    words = [w._replace(start=w.start + start, end=w.end + start) for w in shell.split(body) if not w.operator]
+    env = doc.data.setdefault("ENV", {})
+    pairs: list[tuple[str, str, list[shell.ShellWord]]] = []
+    if words and "=" not in words[0].text and len(words) >= 2:  # legacy `ENV NAME value with spaces`
+        value = doc.text[words[1].start:words[-1].end]
+        pairs.append((words[0].text, value, words))
+    else:
+        for w in words:
+            m = _ASSIGNMENT.match(w.text)
+            if m:
+                pairs.append((m.group(1), m.group(2), [w]))
+    for name, value, ws in pairs:
+        pointer = join_pointer("/ENV", name)
+        line, col = doc.lines.linecol(ws[0].start)
+        env[name] = value
+        doc.positions[pointer] = Pos(line, col, start=ws[0].start, end=ws[-1].end)
+        doc.derived.setdefault("ENV-words", {})[name] = ws
+
+
+def dockerfile_plans(doc: SourceDoc) -> list[Plan]:
+    data = doc.data
+    env: dict[str, Setting] = {}
+    for name, value in (data.get("ENV") or {}).items():
+        pointer = join_pointer("/ENV", name)
+        ws = doc.derived["ENV-words"][name]
+        words = tuple(Word(w.text, w.start, w.end, pointer, w.quote) for w in ws)
+        env[name] = Setting(key=name, raw_key=name, value=value, raw=value, prov=Provenance.at(doc, pointer),
+                            templated=is_shell_templated(value), site=Site("shell", doc, pointer, words))
+    image = None
+    if "FROM" in data:
+        image = Setting(key="image", raw_key="image", value=data["FROM"], raw=data["FROM"],
+                        prov=Provenance.at(doc, "/FROM"), templated=is_shell_templated(data["FROM"]))
+    tokens: list[Token] = []
+    for keyword in ("ENTRYPOINT", "CMD"):
+        if keyword not in data:
+            continue
+        if keyword in doc.derived:  # shell form
+            words = doc.derived[keyword]
+            for i, w in enumerate(words):
+                pointer = join_pointer(f"/{keyword}", i)
+                line, col = doc.lines.linecol(w.start)
+                doc.positions.setdefault(pointer, Pos(line, col, start=w.start, end=w.end, style=w.quote or None))
+                prov = Provenance(file=doc.path, pointer=pointer, line=line, col=col)
+                tokens.append(Token(w.text, prov, not w.operator and is_shell_templated(w.text),
+                                    Word(w.text, w.start, w.end, pointer, w.quote), "shell", w.operator))
+        else:
+            for i, text in enumerate(data[keyword]):
+                pointer = join_pointer(f"/{keyword}", i)
+                pos = doc.positions[pointer]
+                prov = Provenance(file=doc.path, pointer=pointer, line=pos.line, col=pos.col)
+                tokens.append(Token(text, prov, is_shell_templated(text),
+                                    Word(text, pos.start, pos.end, pointer, '"'), "argv"))
+    if not tokens and image is None:
+        return []
+    resolved, unknown = resolve_vars(tokens, env)
+    plan = _plan_of(doc, resolved, env, image=image, entrypoint_kept="ENTRYPOINT" not in data, what="Dockerfile")
+    if plan is None:
+        return []
+    plan.unchecked += unknown
+    return [plan]
+
+
+def why_not(doc: SourceDoc) -> str:
+    if doc.fmt == "dockerfile":
+        return " (a Dockerfile, but its command does not start vLLM or trtllm-serve)"
+    return " (a shell script, but no command in it starts vLLM or trtllm-serve)"
+
