@@ -16,7 +16,7 @@ from typing import Iterable, Sequence
 
 from sits_doctor.errors import InputError, Notice
 from sits_doctor.frameworks import vllm as vllm_fw
-from sits_doctor.loaders import compose, helm, hf, kubernetes, ortgenai, script, trtllm, vllm
+from sits_doctor.loaders import compose, helm, hf, kubeai, kubernetes, ortgenai, script, trtllm, vllm
 from sits_doctor.plan import Plan
 from sits_doctor.source import SourceDoc, display_path, parse_json, read_text
 from sits_doctor.source_yaml import parse_yaml
@@ -220,6 +220,8 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
         if kubernetes.is_kubernetes(data):  # kubectl get -o json, and manifests written as JSON
             return kubernetes.plans(doc)
         return []
+    if kubeai.is_kubeai_model(data):
+        return kubeai.plans(doc)
     if kubernetes.is_kubernetes(data):
         return kubernetes.plans(doc)
     if compose.is_compose(data):
@@ -275,6 +277,9 @@ def _why_unrecognized(docs: list[SourceDoc]) -> str:
         return f" ({triton.why_not(docs[0])})"
     if all(isinstance(d.data, dict) and not d.data for d in docs):
         return " (it is empty)"
+    for d in docs:
+        if kubeai.is_kubeai_model(d.data):
+            return f" (a KubeAI Model whose engine is {d.data['spec'].get('engine')!r}, not VLLM)"
     if any(kubernetes.is_kubernetes(d.data) for d in docs):
         return " (a Kubernetes manifest, but no container runs vLLM)"
     if any(compose.is_compose(d.data) for d in docs):

@@ -54,6 +54,7 @@ def plan_from_command(
     env: dict[str, Setting] | None = None,
     entrypoint_kept: bool = True,
     env_expands: bool = True,
+    engine_args: str | None = None,
 ) -> Plan | None:
     """A Plan for the vLLM invocation inside ``tokens``, or None if there is none.
 
@@ -62,11 +63,13 @@ def plan_from_command(
     ``env_expands``: ``env`` is what variables in the words expand to (Kubernetes expands ``$(VAR)``
     from the container's env, and so does a shell inside the container); compose interpolates
     ``${VAR}`` from the host's environment instead, which the file does not show.
+    ``engine_args``: the words are engine arguments that an operator adds to the server command
+    it writes itself (KubeAI ``spec.args``); the value says how the server is started.
     """
     image_is_vllm = (
         entrypoint_kept and image is not None and "vllm" in str(image.value).rsplit("/", 1)[-1]
     )
-    found = vllm_invocation(tokens, image_is_vllm)
+    found = (list(tokens), engine_args) if engine_args is not None else vllm_invocation(tokens, image_is_vllm)
     if found is None:
         return None
     args, how = found
