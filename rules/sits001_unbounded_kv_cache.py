@@ -96,7 +96,7 @@ RULE = Rule(
     summary="the KV cache for the configured length cannot fit on this GPU (vLLM's pool, TensorRT-LLM's window, ORT GenAI's preallocation, transformers' generate), or barely does",
     severity=Severity.ERROR,
     frameworks=("vllm", "trtllm", "ortgenai", "hf"),
-    needs=("model", "gpu"),
+    needs=("model", "gpu", "sizing"),
 )
 
 LOW_CONCURRENCY = 2  # fewer max-length requests than this at once, with max_model_len unset: warn

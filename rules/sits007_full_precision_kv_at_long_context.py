@@ -116,7 +116,7 @@ RULE = Rule(
     summary="a 16-bit KV cache at long context where fp8 KV would hold twice the requests (fp8-capable GPU)",
     severity=Severity.WARNING,
     frameworks=("vllm", "trtllm"),
-    needs=("model", "gpu"),
+    needs=("model", "gpu", "sizing"),
 )
 
 LONG_CONTEXT = 32768  # max_model_len from which the KV cache, not the weights, sizes the batch

@@ -358,8 +358,9 @@ def _cannot_check(module, plan: Plan, ctx: Context, missing: list[str]) -> list[
     if found is None:
         return []
     at, what = found
-    against = " and ".join("the model" if n == "model" else "the GPU" for n in missing)
-    return [module.RULE.finding(plan, at, f"cannot check {what} against {against}: {why}", severity=Severity.INFO)]
+    against = " and ".join("the model" if n == "model" else "the GPU" for n in missing if n != "sizing")
+    return [module.RULE.finding(plan, at, f"cannot check {what}{' against ' + against if against else ''}: {why}",
+                                severity=Severity.INFO)]
 
 
 def gpu_spec(opts: CheckOptions):
@@ -421,6 +422,11 @@ def effective(plan: Plan, gpu=None) -> Facts:
     serving = builder(plan, plan.target, dims) if builder is not None else None
     if gpu is None:
         missing["gpu"] = "no GPU is known (pass --gpu NAME[xN])"
+    if plan.framework == "vllm":
+        unknown = [s for k, s in plan.settings.items() if s.templated and k.partition(".")[0] in vllm.SIZING]
+        if unknown:
+            missing["sizing"] = "; ".join(
+                f"{s.raw_key} is {str(s.raw)!r}, a variable or template this file does not set ({s.prov})" for s in unknown)
     return Facts(model=dims, serving=serving, gpu=gpu, missing=missing)
 
 

@@ -196,6 +196,7 @@ class Plan:
         self.entry = entry  # how the framework is started: "vllm serve", "python -m ...", "vllm serve --config"
         self.unchecked = unchecked  # command-line words that name variables the container does not set
         self.hardware = {} if hardware is None else hardware  # "gpu_count", "gpu_product" as a manifest states them
+        self.pin: Setting | None = None  # the framework version a `pip install vllm==X` in the file installs
 
     def __repr__(self) -> str:
         return f"Plan({self.framework!r}, {self.kind!r}, {self.label!r})"

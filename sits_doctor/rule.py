@@ -17,7 +17,7 @@ class Rule(NamedTuple):
     summary: str  # one line, shown by `sits-doctor rules`
     severity: Severity  # default severity of its findings
     frameworks: tuple[str, ...]
-    needs: tuple[str, ...] = ()  # facts it cannot judge without: "model", "gpu"
+    needs: tuple[str, ...] = ()  # facts it cannot judge without: "model", "gpu", "sizing" (no sizing option unresolved)
 
     def finding(
         self,

@@ -111,6 +111,8 @@ def resolve(plan: Plan, requested: dict[str, tuple[str, str]]) -> Target:
         found = version_from_image(str(plan.image.value))
         if found and found[0] == framework:
             return Target(framework=framework, version=found[1], source=f"image {plan.image.value} ({plan.image.prov})")
+    if plan.pin is not None and not plan.pin.templated and plan.pin.key == framework:
+        return Target(framework=framework, version=str(plan.pin.value), source=f"{plan.pin.raw} ({plan.pin.prov})")
     if plan.kind == "trtllm-engine":
         stated = plan.value("version")
         if isinstance(stated, str) and _TAG.match(stated):

@@ -165,3 +165,29 @@ def test_a_new_stage_forgets_the_last_stages_entrypoint():
     text = 'FROM ubuntu AS build\nENTRYPOINT ["sleep"]\nFROM vllm/vllm-openai:v0.9.0\nCMD ["m", "--max-model-len", "2048"]\n'
     (plan,) = plans_of(text, "Dockerfile")
     assert plan.entry == "vllm image entrypoint" and plan.settings["max_model_len"].value == 2048
+
+
+def test_a_pip_pin_in_the_file_sets_the_version(tmp_path: Path):
+    from sits_doctor.engine import check
+
+    (tmp_path / "Dockerfile").write_text(
+        "FROM nvidia/cuda:12.4.1-runtime-ubuntu22.04\n"
+        "RUN pip install --no-cache-dir vllm==0.6.3.post1 'ray[serve]'\n"
+        "ENTRYPOINT vllm serve org/m --num-scheduler-steps 8\n")
+    (tmp_path / "run.sh").write_text("uv pip install vllm==0.11.0\nvllm serve org/m --num-scheduler-steps 8\n")
+    report = check([tmp_path], None)
+    targets = sorted((p.file.rsplit("/", 1)[-1], p.target.version, p.target.source.split(" (")[0]) for p in report.deployments)
+    assert targets == [("Dockerfile", "0.6.3.post1", "pip install vllm==0.6.3.post1"),
+                       ("run.sh", "0.11.0", "pip install vllm==0.11.0")]
+    # 0.6.3.post1 still had multi-step scheduling; 0.11.0 did not
+    assert [f.location.file.rsplit("/", 1)[-1] for f in report.findings if f.code == "SITS204"] == ["run.sh"]
+
+
+def test_pins_that_are_not_the_package():
+    from sits_doctor.loaders.script import pip_pin
+
+    doc = parse_script("pip install vllm-flash-attn==2.6.1 my-vllm==1.0\npip install vllm\n", "s.sh")
+    assert pip_pin(doc, doc.text, 0, "") is None
+    doc = parse_script("pip install tensorrt_llm==0.17.0 --extra-index-url https://pypi.nvidia.com\n", "s.sh")
+    pin = pip_pin(doc, doc.text, 0, "")
+    assert (pin.key, pin.value, pin.prov.line, pin.prov.col) == ("trtllm", "0.17.0", 1, 13)

@@ -152,6 +152,12 @@ MODEL = "model"
 REVISION = "revision"
 HF_OVERRIDES = "hf_overrides"
 MAX_MODEL_LEN = "max_model_len"
+TENSOR_PARALLEL = "tensor_parallel_size"
+# Options that size memory: when one comes from a variable or template the file does not resolve,
+# a memory check would silently use the default instead (SITS001/SITS007 say they cannot check).
+SIZING = ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
+          "kv_cache_dtype", "kv_cache_memory_bytes", "max_num_seqs", "max_num_batched_tokens", "block_size",
+          "quantization", "dtype", "enforce_eager", "hf_overrides")
 KV_CACHE_DTYPE = "kv_cache_dtype"
 KV_CACHE_MEMORY_BYTES = "kv_cache_memory_bytes"  # sizes the pool directly: no memory profiling decides it
 PREFIX_CACHING = "enable_prefix_caching"
@@ -366,6 +372,7 @@ COMPILATION_CONFIG_INT_REJECTED = "0.9.2"  # `--compilation-config 3` fails vali
 COMPILATION_LEVEL_GONE = "0.18.0"  # CompilationConfig.level no longer accepted (use mode)
 COMPILATION_LEVEL = "compilation_config.level"
 MAX_MODEL_LEN_AUTO = "0.14.0"  # --max-model-len auto (human_readable_int_or_auto)
+KWARGS = "vllm-kwargs"  # a plan whose settings are EngineArgs keyword arguments (Ray Serve LLM engine_kwargs)
 BOOL_WORDS = ("true", "false")  # a separate word after a flag that takes none: a stray argument
 ENTRYPOINTS_WITH_SERVE_PARSER = ("vllm serve", "python -m vllm.entrypoints.openai.api_server", "vllm image entrypoint")
 
@@ -465,6 +472,9 @@ def written_options(plan):
             if "." in key or setting.raw is False:
                 continue
             yield setting, "--" + written
+        elif plan.kind == KWARGS:  # engine arguments as keyword arguments: one per EngineArgs field
+            if "." not in key:
+                yield setting, "--" + key.replace("_", "-")
         elif written.startswith("-") or key.startswith(LOOKALIKE):
             yield setting, "-O" if re.fullmatch(r"-O\d+", written) else written
 

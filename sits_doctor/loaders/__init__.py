@@ -16,7 +16,9 @@ from typing import Iterable, Sequence
 
 from sits_doctor.errors import InputError, Notice
 from sits_doctor.frameworks import vllm as vllm_fw
-from sits_doctor.loaders import compose, helm, hf, kubeai, kubernetes, ortgenai, script, trtllm, vllm
+from sits_doctor.loaders import (
+    compose, helm, hf, kubeai, kubernetes, llmd, ortgenai, ray_serve, script, skypilot, trtllm, vllm, vllm_chart,
+)
 from sits_doctor.plan import Plan
 from sits_doctor.source import SourceDoc, display_path, parse_json, read_text
 from sits_doctor.source_yaml import parse_yaml
@@ -228,6 +230,14 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
         return compose.plans(doc)
     if helm.is_helm_values(data):
         return helm.plans(doc)
+    if llmd.is_llmd_values(data):
+        return llmd.plans(doc)
+    if vllm_chart.is_vllm_chart_values(data):
+        return vllm_chart.plans(doc)
+    if ray_serve.is_ray_serve_llm(data):
+        return ray_serve.plans(doc)
+    if skypilot.is_skypilot_task(data):
+        return skypilot.plans(doc)
     if trtllm.is_llmapi_yaml(data):
         return [trtllm.plan_from_llmapi(doc)]
     if vllm.is_vllm_yaml(data):

@@ -74,9 +74,19 @@ def _tokens(doc: SourceDoc, words: list[shell.ShellWord], first: int) -> list[To
 def script_plans(doc: SourceDoc) -> list[Plan]:
     """A Plan for every command of the script that starts vLLM (or ``trtllm-serve``)."""
     words = doc.derived.get("shell-words") or shell.split(doc.text)
-    tokens = _tokens(doc, words, 0)
-    variables: dict[str, Setting] = {}  # what the script has set so far (exported or not)
-    exported: dict[str, Setting] = {}
+    plans = command_plans(doc, _tokens(doc, words, 0))
+    pin = pip_pin(doc, doc.text, 0, "")
+    for plan in plans:
+        plan.pin = pin
+    return plans
+
+
+def command_plans(doc: SourceDoc, tokens: list[Token], exported: dict[str, Setting] | None = None,
+                  what: str = "script", hardware: dict[str, Setting] | None = None) -> list[Plan]:
+    """Plans of the commands in ``tokens`` (a script's words), following its variables;
+    ``exported``: the environment the script starts with (also readable as variables)."""
+    exported = dict(exported or {})
+    variables: dict[str, Setting] = dict(exported)  # what the script has set so far (exported or not)
     plans: list[Plan] = []
     for command in _commands(tokens):
         prefix: dict[str, Setting] = {}
@@ -98,9 +108,11 @@ def script_plans(doc: SourceDoc) -> list[Plan]:
             continue
         env = {**exported, **prefix}
         resolved, unknown = resolve_vars(rest, {**variables, **prefix})
-        plan = _plan_of(doc, resolved, env)
+        plan = _plan_of(doc, resolved, env, what=what)
         if plan is not None:
             plan.unchecked += unknown
+            if hardware:
+                plan.hardware = dict(hardware)
             plans.append(plan)
     return plans
 
@@ -115,6 +127,27 @@ def _variable(doc: SourceDoc, tok: Token, name: str, value: str, words, variable
             value, templated = done.text, False
     return Setting(key=name, raw_key=name, value=value, raw=value, prov=tok.prov, templated=templated,
                    site=Site("shell", doc, tok.word.pointer, tuple(w for w in words if w is not None)))
+
+
+_PIN = re.compile(r"\b(?:pip3?|uv\s+pip)\s+install\b[^\n;&|]*?(?<![\w.-])(?P<pkg>vllm|tensorrt[-_]llm)"
+                  r"(?:\[[^\]]*\])?==(?P<version>\d+(?:\.\d+)+(?:\.post\d+|rc\d+)?)(?![\w.])")
+_PINNED = {"vllm": "vllm", "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm"}
+
+
+def pip_pin(doc: SourceDoc, text: str, offset: int, pointer: str) -> Setting | None:
+    """The last ``pip install vllm==X`` (or tensorrt-llm) in ``text``, which sits at ``offset`` of
+    the file (-1: somewhere in the value at ``pointer``), as a Setting keyed by the framework."""
+    found = list(_PIN.finditer(text))
+    if not found:
+        return None
+    m = found[-1]
+    if offset >= 0:
+        line, col = doc.lines.linecol(offset + m.start("pkg"))
+        prov = Provenance(file=doc.path, pointer=pointer, doc_index=doc.index, line=line, col=col)
+    else:
+        prov = Provenance.at(doc, pointer)
+    written = f"pip install {m['pkg']}=={m['version']}"
+    return Setting(key=_PINNED[m["pkg"]], raw_key="pip install", value=m["version"], raw=written, prov=prov)
 
 
 def _commands(tokens: list[Token]) -> list[list[Token]]:
@@ -171,6 +204,8 @@ def parse_dockerfile(text: str, display: str) -> SourceDoc:
             doc.data[keyword] = _command_value(doc, keyword, body, start)
         elif keyword == "ENV":
             _env(doc, body, start)
+        elif keyword == "RUN" and pip_pin(doc, body, start, "") is not None:
+            doc.derived["pin"] = pip_pin(doc, body, start, "")
     return doc
 
 
@@ -298,6 +333,7 @@ def dockerfile_plans(doc: SourceDoc) -> list[Plan]:
     if plan is None:
         return []
     plan.unchecked += unknown
+    plan.pin = doc.derived.get("pin")
     return [plan]
 
 

@@ -1,0 +1,80 @@
+"""SkyPilot task YAML: the ``run:`` script starts the server, ``envs:`` are exported to it, and
+``resources.accelerators`` (``H100:8``, ``{A100: 8}``) says which GPUs one node has. SkyPilot
+also sets ``SKYPILOT_NUM_GPUS_PER_NODE`` (the accelerator count) and ``SKYPILOT_NUM_NODES``
+(``num_nodes``, default 1) for ``run``, which scripts pass as ``--tensor-parallel-size``.
+Sources: https://docs.skypilot.co/en/latest/reference/yaml-spec.html (task YAML) and
+https://docs.skypilot.co/en/stable/running-jobs/environment-variables.html (SkyPilot's variables).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sits_doctor.loaders.commands import split_shell
+from sits_doctor.loaders.script import command_plans, pip_pin
+from sits_doctor.plan import Plan, Provenance, Setting, Site
+from sits_doctor.source import SourceDoc, join_pointer
+
+TASK_KEYS = frozenset({"resources", "setup", "envs", "num_nodes", "file_mounts", "workdir", "service", "secrets"})
+_ACCELERATOR = re.compile(r"^\s*(?P<card>[A-Za-z0-9][A-Za-z0-9_.-]*?)\s*(?::\s*(?P<count>\d+))?\s*$")
+
+
+def is_skypilot_task(data: Any) -> bool:
+    return (isinstance(data, dict) and isinstance(data.get("run"), str) and "apiVersion" not in data
+            and bool(TASK_KEYS & data.keys()))
+
+
+def plans(doc: SourceDoc) -> list[Plan]:
+    data = doc.data
+    envs: dict[str, Setting] = {}
+    if isinstance(data.get("envs"), dict):
+        for key, value in data["envs"].items():
+            ptr = join_pointer("/envs", key)
+            envs[key] = Setting(key=key, raw_key=key, value=None if value is None else str(value), raw=value,
+                                prov=Provenance.at(doc, ptr), templated=value is None or ptr in doc.templated,
+                                site=Site("mapping", doc, ptr))
+    hardware = _accelerators(doc, data.get("resources"))
+    envs.update(_native(doc, hardware, data.get("num_nodes", 1)))
+    tokens = split_shell(doc, data["run"], "/run")
+    plans = command_plans(doc, tokens, envs, what="SkyPilot run", hardware=hardware)
+    pin = pip_pin(doc, data["setup"], -1, "/setup") if isinstance(data.get("setup"), str) else None
+    for plan in plans:
+        plan.pin = pin
+    return plans
+
+
+def _native(doc: SourceDoc, hardware: dict[str, Setting], nodes: Any) -> dict[str, Setting]:
+    """The variables SkyPilot itself sets for ``run`` that a file can tell."""
+    out = {}
+    count = hardware.get("gpu_count")
+    if count is not None and not count.templated:
+        out["SKYPILOT_NUM_GPUS_PER_NODE"] = Setting(
+            key="SKYPILOT_NUM_GPUS_PER_NODE", raw_key="SKYPILOT_NUM_GPUS_PER_NODE", value=count.value, raw=count.raw,
+            prov=Provenance.derived(f"set by SkyPilot from accelerators ({count.prov})"))
+    if isinstance(nodes, int) and not isinstance(nodes, bool):
+        where = Provenance.at(doc, "/num_nodes") if "num_nodes" in doc.data else Provenance.default("SkyPilot's default")
+        out["SKYPILOT_NUM_NODES"] = Setting(key="SKYPILOT_NUM_NODES", raw_key="SKYPILOT_NUM_NODES", value=str(nodes),
+                                            raw=nodes, prov=Provenance.derived(f"set by SkyPilot from num_nodes ({where})"))
+    return out
+
+
+def _accelerators(doc: SourceDoc, resources: Any) -> dict[str, Setting]:
+    """``accelerators: H100:8`` or ``{H100: 8}``; a list or set of alternatives names no one card."""
+    if not isinstance(resources, dict) or "accelerators" not in resources:
+        return {}
+    value, pointer = resources["accelerators"], "/resources/accelerators"
+    if isinstance(value, dict) and len(value) == 1:
+        (card, count), = value.items()
+        pointer = join_pointer(pointer, card)
+    elif isinstance(value, str) and (m := _ACCELERATOR.match(value)):
+        card, count = m["card"], m["count"]
+    else:
+        return {}
+    prov, site = Provenance.at(doc, pointer), Site("mapping", doc, pointer)
+    out = {"gpu_product": Setting(key="gpu_product", raw_key="accelerators", value=str(card), raw=value,
+                                  prov=prov, site=site, templated=pointer in doc.templated)}
+    if count is not None:
+        out["gpu_count"] = Setting(key="gpu_count", raw_key="accelerators", value=str(count), raw=value,
+                                   prov=prov, site=site)
+    return out
