@@ -291,3 +291,44 @@ def _span(node: Any, text: str) -> tuple[int, int, int, int, str | None]:
         while end > mark.index and text[end - 1] in " \t\r\n":
             end -= 1
     return mark.line + 1, mark.column + 1, mark.index, end, style or None
+
+
+def parse_embedded(doc: SourceDoc, pointer: str) -> list[SourceDoc]:
+    """The YAML documents inside the string at ``pointer`` (a KubeRay ``serveConfigV2: |``),
+    positioned in the file itself: every offset of the inner documents is mapped back through
+    the scalar's characters, so findings point at the file and fixes edit it. A mapped span that
+    does not sit in the file character for character (a folded or escaped scalar) keeps no
+    offsets (its fixes are display-only). Raises InputError when the string is not valid YAML."""
+    from sits_doctor.loaders.shell import scalar_offsets, source_span
+
+    value = doc.data
+    for part in [p for p in pointer.split("/") if p]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        value = value[int(part)] if isinstance(value, list) else value[part]
+    pos = doc.pos(pointer)
+    offsets = scalar_offsets(doc.text, pos.start, pos.end, pos.style, value) if pos.start >= 0 else []
+    inner_docs = parse_yaml(value, doc.path)
+
+    def mapped(start: int, end: int) -> tuple[int, int]:
+        if not offsets or start < 0:
+            return -1, -1
+        if end <= start:
+            at = offsets[start] if start < len(offsets) else -1
+            return at, at
+        return source_span(offsets, start, end)
+
+    out = []
+    for inner in inner_docs:
+        positions: dict[str, Pos] = {}
+        for ptr, p in inner.positions.items():
+            start, end = mapped(p.start, p.end)
+            key_start, key_end = mapped(p.key_start, p.key_end) if p.key_start >= 0 else (-1, -1)
+            line, col = doc.lines.linecol(start) if start >= 0 else (pos.line, pos.col)
+            key_line = key_col = None
+            if p.key_line is not None:
+                key_line, key_col = doc.lines.linecol(key_start) if key_start >= 0 else (line, col)
+            positions[ptr] = Pos(line, col, key_line, key_col, start, end, key_start, key_end, p.style)
+        out.append(SourceDoc(doc.path, "yaml", inner.data, positions, doc.text, index=doc.index,
+                             templated=set(inner.templated) | ({""} if pointer in doc.templated else set()),
+                             shared=inner.shared))
+    return out

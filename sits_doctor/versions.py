@@ -59,8 +59,8 @@ def version_from_image(image: str) -> tuple[str, str] | None:
     m = _TAG.match(tag)
     if not m:
         return None
-    if "vllm" in last:
-        return "vllm", m.group(1)
+    if "vllm" in last:  # only vLLM's own images are tagged with the vLLM version
+        return ("vllm", m.group(1)) if _vllm.is_official_image(name) else None
     if "tensorrt-llm" in name or "tensorrt_llm" in name or "trtllm" in last:
         return "trtllm", m.group(1)
     return None
@@ -123,6 +123,10 @@ def resolve(plan: Plan, requested: dict[str, tuple[str, str]]) -> Target:
     why = "nothing pins the version"
     if plan.image is not None and plan.image.templated:
         why = f"the image comes from a template or a variable ({plan.image.prov})"
+    elif plan.image is not None and framework == "vllm" and "vllm" in str(plan.image.raw).split("@")[0].rsplit("/", 1)[-1] \
+            and not _vllm.is_official_image(str(plan.image.raw).split("@")[0].rsplit(":", 1)[0]):
+        why = (f"image {plan.image.raw} ({plan.image.prov}) is not one of vLLM's own images, so its tag is not "
+               "taken for a vLLM version")
     elif plan.image is not None:
         why = f"image {plan.image.raw} ({plan.image.prov}) pins no version"
     key = "transformers" if framework == "hf" else framework

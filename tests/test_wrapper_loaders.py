@@ -167,3 +167,104 @@ def test_vllm_chart_values():
     fix = edit.remove(plan.settings["num_scheduler_steps"], "remove")
     assert apply_edits(CHART, fix.edits) == CHART.replace(' "--num-scheduler-steps", "4",', "")
     assert not vllm_chart.is_vllm_chart_values(doc_of(CHART.replace("vllm", "nginx")).data)
+
+
+RAYSERVICE = """apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: llm}
+spec:
+  serveConfigV2: |
+    applications:
+    - name: llms
+      import_path: ray.serve.llm:build_openai_app
+      args:
+        llm_configs:
+        - model_loading_config: {model_id: q, model_source: org/q}
+          engine_kwargs:
+            max_model_len: 1024
+            device: auto
+            swap_space: 4
+"""
+
+
+def test_a_rayservice_serve_config_is_read_where_it_sits_in_the_manifest():
+    doc = doc_of(RAYSERVICE)
+    assert ray_serve.is_rayservice(doc.data)
+    (plan,) = ray_serve.rayservice_plans(doc)
+    device = plan.settings["device"]
+    assert (device.prov.line, device.prov.col) == (14, 13)
+    pos = plan.doc.positions[device.site.pointer]
+    assert RAYSERVICE[pos.key_start:pos.end] == "device: auto"
+    fix = edit.remove(plan.settings["swap_space"], "remove")
+    assert apply_edits(RAYSERVICE, fix.edits) == RAYSERVICE.replace("            swap_space: 4\n", "")
+
+
+def test_embedded_yaml_in_a_quoted_string_is_exact_where_the_file_has_the_characters():
+    from sits_doctor.source_yaml import parse_embedded
+
+    text = 'cfg: "a: 1\\nb: [2, 3]\\n"\n'
+    doc = doc_of(text)
+    (inner,) = parse_embedded(doc, "/cfg")
+    assert inner.data == {"a": 1, "b": [2, 3]}
+    b = inner.positions["/b"]
+    assert (b.line, b.col, text[b.start:b.end], text[b.key_start:b.key_end]) == (1, 16, "[2, 3]", "b")
+    # the line break between the two keys is the escape \n: a span across it is not in the file
+    assert inner.positions[""].start == -1
+
+
+DEPLOYER = """sampleApplication:
+  baseConfigMapRefName: basic-gpu-preset
+  model:
+    modelArtifactURI: hf://org/m
+  resources:
+    limits: {nvidia.com/gpu: 4}
+  decode:
+    extraArgs: ["--tensor-parallel-size", "4", "--max-model-len", "20000"]
+"""
+
+
+def test_llmd_deployer_values():
+    doc = doc_of(DEPLOYER)
+    assert llmd.is_deployer_values(doc.data)
+    (plan,) = llmd.deployer_plans(doc)
+    assert plan.label.startswith("llm-d-deployer decode") and plan.model_ref.value == "org/m"
+    assert plan.settings["tensor_parallel_size"].value == 4 and plan.hardware["gpu_count"].value == 4
+    bare = doc_of(DEPLOYER.split("  resources:")[0])
+    assert llmd.deployer_plans(bare) == []
+    assert "preset ConfigMap 'basic-gpu-preset'" in llmd.deployer_why_not(bare)
+
+
+def test_kubeai_models_chart_catalog():
+    from sits_doctor.loaders import kubeai
+
+    text = """catalog:
+  llama:
+    enabled: false
+    url: hf://org/llama
+    engine: VLLM
+    args: [--max-model-len=4096, --num-scheduler-steps=8]
+    resourceProfile: nvidia-gpu-l4:1
+  embed:
+    url: ollama://nomic
+    engine: OLlama
+"""
+    doc = doc_of(text)
+    assert kubeai.is_kubeai_catalog(doc.data)
+    (plan,) = kubeai.catalog_plans(doc)
+    assert plan.label.startswith("catalog model llama") and plan.model_ref.value == "org/llama"
+    assert (plan.settings["num_scheduler_steps"].prov.line, plan.hardware["gpu_product"].value) == (6, "l4")
+
+
+def test_only_vllms_own_image_tags_are_vllm_versions():
+    from sits_doctor.versions import version_from_image
+
+    assert version_from_image("docker.io/vllm/vllm-openai:v0.10.1") == ("vllm", "0.10.1")
+    assert version_from_image("lmcache/vllm-openai:v0.3.14") is None
+    assert version_from_image("opea/vllm-gaudi:1.22.0") is None
+
+
+def test_shell_arithmetic_and_backticks_are_unknown_values():
+    from sits_doctor.loaders.vllm_args import is_shell_templated
+
+    assert is_shell_templated("$((LWS_GROUP_SIZE * DP_SIZE_LOCAL))") and is_shell_templated("`nproc`")
+    assert not is_shell_templated("4096") and not is_shell_templated("$")

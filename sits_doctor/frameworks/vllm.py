@@ -153,6 +153,20 @@ REVISION = "revision"
 HF_OVERRIDES = "hf_overrides"
 MAX_MODEL_LEN = "max_model_len"
 TENSOR_PARALLEL = "tensor_parallel_size"
+# vLLM's own container image, tagged with the release (https://docs.vllm.ai/en/stable/deployment/docker/);
+# other images named *vllm* (lmcache/vllm-openai, opea/vllm-gaudi, rocm/vllm-dev) tag their own versions.
+OFFICIAL_IMAGES = ("vllm/vllm-openai",)
+
+
+def is_official_image(name: str) -> bool:
+    """Whether an image name (registry and tag removed or not) is one of vLLM's own images."""
+    repo = name.split("@", 1)[0]
+    if ":" in repo.rsplit("/", 1)[-1]:
+        repo = repo.rsplit(":", 1)[0]
+    parts = repo.split("/")
+    if len(parts) > 2 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
+        parts = parts[1:]  # a registry host (docker.io/vllm/vllm-openai)
+    return "/".join(parts) in OFFICIAL_IMAGES
 # Options that size memory: when one comes from a variable or template the file does not resolve,
 # a memory check would silently use the default instead (SITS001/SITS007 say they cannot check).
 SIZING = ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",

@@ -224,14 +224,20 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
         return []
     if kubeai.is_kubeai_model(data):
         return kubeai.plans(doc)
+    if ray_serve.is_rayservice(data):
+        return ray_serve.rayservice_plans(doc)
     if kubernetes.is_kubernetes(data):
         return kubernetes.plans(doc)
     if compose.is_compose(data):
         return compose.plans(doc)
     if helm.is_helm_values(data):
         return helm.plans(doc)
+    if kubeai.is_kubeai_catalog(data):
+        return kubeai.catalog_plans(doc)
     if llmd.is_llmd_values(data):
         return llmd.plans(doc)
+    if llmd.is_deployer_values(data):
+        return llmd.deployer_plans(doc)
     if vllm_chart.is_vllm_chart_values(data):
         return vllm_chart.plans(doc)
     if ray_serve.is_ray_serve_llm(data):
@@ -288,10 +294,18 @@ def _why_unrecognized(docs: list[SourceDoc]) -> str:
     if all(isinstance(d.data, dict) and not d.data for d in docs):
         return " (it is empty)"
     for d in docs:
+        if llmd.is_deployer_values(d.data):
+            return llmd.deployer_why_not(d)
+        if isinstance(d.data, dict) and d.data.get("kind") == "RayService":
+            return (" (a RayService whose Serve application builds its engine in Python code: only ray.serve.llm"
+                    " llm_configs in serveConfigV2 are read)")
         if kubeai.is_kubeai_model(d.data):
             return f" (a KubeAI Model whose engine is {d.data['spec'].get('engine')!r}, not VLLM)"
     if any(kubernetes.is_kubernetes(d.data) for d in docs):
-        return " (a Kubernetes manifest, but no container runs vLLM)"
+        if any("tritonserver" in d.text for d in docs):
+            return (" (a Kubernetes manifest that runs Triton Inference Server: its TensorRT-LLM settings are in the"
+                    " model repository's config.pbtxt files; check those)")
+        return " (a Kubernetes manifest, but no container runs vLLM or trtllm-serve)"
     if any(compose.is_compose(d.data) for d in docs):
-        return " (a compose file, but no service runs vLLM)"
+        return " (a compose file, but no service runs vLLM or trtllm-serve)"
     return ""

@@ -31,6 +31,9 @@ def plans(doc: SourceDoc) -> list[Plan]:
             anchor=Provenance.at(doc, pointer, key=False), image=image, env=env,
             entrypoint_kept=not service.get("entrypoint"), env_expands=False,
         )
+        if plan is None:
+            plan = _trtllm_serve(doc, tokens, label=f"compose service {name}",
+                                                 anchor=Provenance.at(doc, pointer, key=False), env=env, image=image)
         if plan is not None:
             out.append(plan)
     return out
@@ -55,3 +58,12 @@ def _environment(doc: SourceDoc, env: Any, pointer: str) -> dict[str, Setting]:
             site=Site("env", doc, ptr),
         )
     return out
+
+
+def _trtllm_serve(doc, tokens, **kwargs):
+    """A ``trtllm-serve`` command among the words (sits_doctor.loaders.trtllm_serve), if any."""
+    try:
+        from sits_doctor.loaders import trtllm_serve
+    except ImportError:  # pragma: no cover - a partial checkout
+        return None
+    return trtllm_serve.plan_from_tokens(doc, tokens, **kwargs)

@@ -32,23 +32,47 @@ def is_kubeai_model(data: Any) -> bool:
             and data.get("kind") == "Model" and isinstance(data.get("spec"), dict))
 
 
+def is_kubeai_catalog(data: Any) -> bool:
+    """The values of KubeAI's ``models`` Helm chart: ``catalog.<name>`` entries that are Model specs
+    (charts/models/values.yaml in the KubeAI repository)."""
+    catalog = data.get("catalog") if isinstance(data, dict) else None
+    return isinstance(catalog, dict) and any(
+        isinstance(v, dict) and "engine" in v and "url" in v for v in catalog.values())
+
+
 def plans(doc: SourceDoc) -> list[Plan]:
     """The vLLM Plan of a Model whose engine is VLLM (other engines: none)."""
-    spec = doc.data["spec"]
+    meta = doc.data.get("metadata")
+    name = meta.get("name", "?") if isinstance(meta, dict) else "?"
+    plan = _spec_plan(doc, doc.data["spec"], "/spec", f"Model/{name}")
+    return [plan] if plan is not None else []
+
+
+def catalog_plans(doc: SourceDoc) -> list[Plan]:
+    """A Plan for every VLLM entry of a models chart catalog (enabled or not: each is a Model
+    someone can switch on)."""
+    out = []
+    for name, spec in doc.data["catalog"].items():
+        if isinstance(spec, dict):
+            plan = _spec_plan(doc, spec, join_pointer("/catalog", name), f"catalog model {name}")
+            if plan is not None:
+                out.append(plan)
+    return out
+
+
+def _spec_plan(doc: SourceDoc, spec: dict, pointer: str, label: str) -> Plan | None:
     if str(spec.get("engine", "")).upper() != VLLM_ENGINE:
-        return []
-    name = (doc.data.get("metadata") or {}).get("name", "?") if isinstance(doc.data.get("metadata"), dict) else "?"
+        return None
     args = spec.get("args") if isinstance(spec.get("args"), list) else []
-    tokens = words(doc, [("/spec/args", args)])
-    env = _env_map(doc, spec.get("env"), "/spec/env")
-    plan = plan_from_command(doc, tokens, label=f"Model/{name}", anchor=Provenance.at(doc, "/spec"),
-                             env=env, engine_args=ENTRY)
+    tokens = words(doc, [(join_pointer(pointer, "args"), args)])
+    env = _env_map(doc, spec.get("env"), join_pointer(pointer, "env"))
+    plan = plan_from_command(doc, tokens, label=label, anchor=Provenance.at(doc, pointer), env=env, engine_args=ENTRY)
     if plan is None:  # pragma: no cover - engine_args always gives a plan
-        return []
+        return None
     if plan.model_ref is None and isinstance(spec.get("url"), str):
-        plan.model_ref = _model_from_url(doc, spec["url"])
-    plan.hardware = _hardware(doc, spec.get("resourceProfile"))
-    return [plan]
+        plan.model_ref = _model_from_url(doc, spec["url"], join_pointer(pointer, "url"))
+    plan.hardware = _hardware(doc, spec.get("resourceProfile"), join_pointer(pointer, "resourceProfile"))
+    return plan
 
 
 def _env_map(doc: SourceDoc, env: Any, pointer: str) -> dict[str, Setting]:
@@ -63,24 +87,24 @@ def _env_map(doc: SourceDoc, env: Any, pointer: str) -> dict[str, Setting]:
     return out
 
 
-def _model_from_url(doc: SourceDoc, url: str) -> Setting:
+def _model_from_url(doc: SourceDoc, url: str, pointer: str) -> Setting:
     """``hf://org/name`` names a Hugging Face repository; other schemes (s3://, pvc://,
     ollama://) name storage the file does not show."""
     scheme, sep, rest = url.partition("://")
     value = rest if sep and scheme == "hf" else url
-    return Setting(key="model", raw_key="url", value=value, raw=url, prov=Provenance.at(doc, "/spec/url"),
-                   templated=bool(sep and scheme != "hf") or "/spec/url" in doc.templated,
-                   site=Site("mapping", doc, "/spec/url"))
+    return Setting(key="model", raw_key="url", value=value, raw=url, prov=Provenance.at(doc, pointer),
+                   templated=bool(sep and scheme != "hf") or pointer in doc.templated,
+                   site=Site("mapping", doc, pointer))
 
 
-def _hardware(doc: SourceDoc, profile: Any) -> dict[str, Setting]:
+def _hardware(doc: SourceDoc, profile: Any, pointer: str) -> dict[str, Setting]:
     if not isinstance(profile, str):
         return {}
     m = _PROFILE.match(profile.strip())
     if m is None:
         return {}
-    prov = Provenance.at(doc, "/spec/resourceProfile")
-    site = Site("mapping", doc, "/spec/resourceProfile")
+    prov = Provenance.at(doc, pointer)
+    site = Site("mapping", doc, pointer)
     out = {"gpu_product": Setting(key="gpu_product", raw_key="resourceProfile", value=m["card"], raw=profile,
                                   prov=prov, site=site)}
     if m["count"]:

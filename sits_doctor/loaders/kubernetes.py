@@ -53,6 +53,8 @@ def container_plan(doc: SourceDoc, container: dict, pointer: str, label: str) ->
     anchor = Provenance.at(doc, pointer, key=False)
     plan = plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env,
                              entrypoint_kept=not container.get("command"))
+    if plan is None:
+        plan = _trtllm_serve(doc, tokens, label=label, anchor=anchor, env=env, image=image)
     if plan is not None:
         plan.hardware = gpu_request(doc, container, pointer)
     return plan
@@ -140,3 +142,12 @@ def env_list(doc: SourceDoc, env: Any, pointer: str) -> dict[str, Setting]:
             site=Site("env", doc, ptr),
         )
     return out
+
+
+def _trtllm_serve(doc, tokens, **kwargs):
+    """A ``trtllm-serve`` command among the words (sits_doctor.loaders.trtllm_serve), if any."""
+    try:
+        from sits_doctor.loaders import trtllm_serve
+    except ImportError:  # pragma: no cover - a partial checkout
+        return None
+    return trtllm_serve.plan_from_tokens(doc, tokens, **kwargs)

@@ -23,6 +23,7 @@ from sits_doctor.plan import Plan, Provenance, Setting, Site
 from sits_doctor.source import SourceDoc, join_pointer
 
 ROLES = ("decode", "prefill")
+DEPLOYER = "llm-d-deployer sampleApplication extraArgs"  # the preset ConfigMap's vllm serve command + extraArgs
 GENERATED = {"vllmServe": "llm-d modelCommand vllmServe (vllm serve)",
              "imageDefault": "llm-d modelCommand imageDefault (image entrypoint)"}
 
@@ -93,3 +94,46 @@ def _hardware(doc: SourceDoc, role: str, spec: dict) -> dict[str, Setting]:
             out["gpu_product"] = Setting(key="gpu_product", raw_key=kubernetes.GPU_PRODUCT_LABEL, value=values[0],
                                          raw=values[0], prov=Provenance.at(doc, ptr), site=Site("mapping", doc, ptr))
     return out
+
+
+# --- llm-d-deployer (the installer before the modelservice chart) -------------------------------
+# Its quickstart values name a preset ConfigMap that holds the `vllm serve` command; a role's
+# ``extraArgs`` are appended to it, the model is ``sampleApplication.model.modelArtifactURI``
+# (https://github.com/llm-d/llm-d-deployer charts/llm-d/values.yaml and templates/sample-application/).
+
+def is_deployer_values(data: Any) -> bool:
+    app = data.get("sampleApplication") if isinstance(data, dict) else None
+    return isinstance(app, dict) and isinstance(app.get("model"), dict)
+
+
+def deployer_plans(doc: SourceDoc) -> list[Plan]:
+    app = doc.data["sampleApplication"]
+    out = []
+    for role in ("prefill", "decode"):
+        spec = app.get(role)
+        if not isinstance(spec, dict) or not isinstance(spec.get("extraArgs"), list):
+            continue
+        pointer = f"/sampleApplication/{role}"
+        tokens = words(doc, [(join_pointer(pointer, "extraArgs"), spec["extraArgs"])])
+        plan = plan_from_command(doc, tokens, label=f"llm-d-deployer {role}", anchor=Provenance.at(doc, pointer),
+                                 engine_args=DEPLOYER)
+        if plan is None:  # pragma: no cover - engine_args always gives a plan
+            continue
+        uri = app["model"].get("modelArtifactURI")
+        if plan.model_ref is None and isinstance(uri, str):
+            scheme, _, rest = uri.partition("://")
+            ptr = "/sampleApplication/model/modelArtifactURI"
+            plan.model_ref = Setting(key=fw.MODEL, raw_key="modelArtifactURI", value=rest if scheme == "hf" else uri,
+                                     raw=uri, prov=Provenance.at(doc, ptr), site=Site("mapping", doc, ptr),
+                                     templated=scheme != "hf" or ptr in doc.templated)
+        resources = app.get("resources")
+        if isinstance(resources, dict):
+            plan.hardware = kubernetes.gpu_request(doc, app, "/sampleApplication")
+        out.append(plan)
+    return out
+
+
+def deployer_why_not(doc: SourceDoc) -> str:
+    preset = doc.data["sampleApplication"].get("baseConfigMapRefName", "?")
+    return (f" (llm-d-deployer values without extraArgs: the vLLM command is in the preset ConfigMap {preset!r},"
+            " which this file does not contain)")

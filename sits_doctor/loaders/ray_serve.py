@@ -45,6 +45,22 @@ def is_ray_serve_llm(data: Any) -> bool:
     return next(llm_configs(data), None) is not None
 
 
+def is_rayservice(data: Any) -> bool:
+    """A KubeRay RayService whose ``spec.serveConfigV2`` (a YAML string) deploys LLM configs."""
+    spec = data.get("spec") if isinstance(data, dict) and data.get("kind") == "RayService" else None
+    return isinstance(spec, dict) and isinstance(spec.get("serveConfigV2"), str) and "llm_configs" in spec["serveConfigV2"]
+
+
+def rayservice_plans(doc: SourceDoc) -> list[Plan]:
+    """The LLM configs of a RayService's serveConfigV2, located in the manifest itself."""
+    from sits_doctor.source_yaml import parse_embedded
+
+    out = []
+    for inner in parse_embedded(doc, "/spec/serveConfigV2"):
+        out += plans(inner)
+    return out
+
+
 def plans(doc: SourceDoc) -> list[Plan]:
     out = []
     for pointer, config in llm_configs(doc.data):

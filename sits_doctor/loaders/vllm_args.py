@@ -17,7 +17,7 @@ from sits_doctor.source_yaml import TEMPLATE_MARK
 normalize_key = fw.normalize_key
 
 _HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kmgKMG]?)$")
-_SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?")  # $VAR, ${VAR}, k8s $(VAR)
+_SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?|\$\(\(|`")  # $VAR, ${VAR}, $(VAR), $((...)), `...`
 
 
 class Token(NamedTuple):
