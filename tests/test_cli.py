@@ -607,10 +607,10 @@ def test_show_skipped_lists_files_and_why(tmp_path):
     write(tmp_path, "repo/ci.yaml", "on: push\njobs: {}\n")
     r = run_cli("check", "repo", "--isolated", "--show-skipped", "--target", "vllm==0.20.0", cwd=tmp_path)
     assert "repo/ci.yaml: skipped: not a recognized config\n" in r.stderr
-    assert "repo/notes.txt: skipped: not a .json/.yaml/.yml file\n" in r.stderr
+    assert "repo/notes.txt: skipped: not a config, script or Dockerfile by its name\n" in r.stderr
     data = json.loads(run_cli("check", "repo", "--isolated", "--format", "json", cwd=tmp_path).stdout)
     assert data["skipped"] == [{"file": "repo/ci.yaml", "why": "not a recognized config"},
-                               {"file": "repo/notes.txt", "why": "not a .json/.yaml/.yml file"}]
+                               {"file": "repo/notes.txt", "why": "not a config, script or Dockerfile by its name"}]
 
 
 def test_skip_unrecognized_turns_a_named_unrelated_file_into_a_skip(tmp_path):
