@@ -56,6 +56,22 @@ FAIL_FAST_WINDOW = "fail_fast_on_attention_window_too_large"  # raise instead of
 KV_FRACTION_DEFAULT = 0.9  # KvCacheConfig.free_gpu_memory_fraction (fraction of FREE memory) since 0.8.0
 TOKENS_PER_BLOCK_DEFAULT = 32  # KvCacheConfig.tokens_per_block
 LLM_ARGS = "tensorrt_llm/llmapi/llm_args.py"
+# a pre-0.8 engine config.json (BuilderConfig.to_dict(), tensorrt_llm/builder.py): its build settings
+LEGACY_ENGINE_BEFORE = "0.8"  # the first release whose engines have pretrained_config/build_config
+LEGACY_BUILDER = "builder_config"
+LEGACY_MAX_BATCH_SIZE = "builder_config.max_batch_size"
+LEGACY_MAX_INPUT_LEN = "builder_config.max_input_len"
+LEGACY_MAX_OUTPUT_LEN = "builder_config.max_output_len"  # no max_seq_len: the longest sequence is input + output
+LEGACY_MAX_NUM_TOKENS = "builder_config.max_num_tokens"
+LEGACY_TP = "builder_config.tensor_parallel"
+LEGACY_PP = "builder_config.pipeline_parallel"
+LEGACY_TOKENS_PER_BLOCK = "plugin_config.tokens_per_block"
+LEGACY_PAGED_KV = "plugin_config.paged_kv_cache"
+
+
+def is_legacy_engine(plan) -> bool:
+    """A plan of a pre-0.8 engine config.json (``builder_config``/``plugin_config``)."""
+    return plan.kind == "trtllm-engine" and LEGACY_BUILDER in plan.settings and "build_config" not in plan.settings
 
 
 def effective(plan, target, model_dims=None):
@@ -73,6 +89,8 @@ def effective(plan, target, model_dims=None):
         return fallback
 
     engine = plan.kind == "trtllm-engine"
+    if engine and is_legacy_engine(plan):
+        return _legacy_engine(plan, val)
     pre = "build_config." if engine else ""
     graphs = None
     if not engine:
@@ -94,6 +112,34 @@ def effective(plan, target, model_dims=None):
                             fallback=None if engine else default(KV_FRACTION_DEFAULT, "KvCacheConfig, a fraction of free memory")),
         cuda_graphs=graphs,
         prefix_caching=val("kv_cache_config.enable_block_reuse", fallback=None if engine else default(True)),
+    )
+
+
+def _legacy_engine(plan, val):
+    """A pre-0.8 engine's serving facts: what its builder_config and plugin_config state. Its KV
+    dtype is a bit of ``quant_mode`` whose position moved between releases (PER_GROUP was added
+    before INT8_KV_CACHE/FP8_KV_CACHE in tensorrt_llm/quantization/mode.py), so it is not read."""
+    from sits_doctor.facts import Serving, Value
+
+    max_len = None
+    inp, out = plan.settings.get(LEGACY_MAX_INPUT_LEN), plan.settings.get(LEGACY_MAX_OUTPUT_LEN)
+    if (inp is not None and out is not None and not inp.templated and not out.templated
+            and all(isinstance(s.value, int) and not isinstance(s.value, bool) for s in (inp, out))):
+        max_len = Value.derived(inp.value + out.value,
+                                f"max_input_len {inp.value} ({inp.prov}) + max_output_len {out.value} ({out.prov}): "
+                                "a pre-0.8 engine has no max_seq_len")
+    paged = plan.settings.get(LEGACY_PAGED_KV)
+    return Serving(
+        max_model_len=max_len,
+        max_num_seqs=val(LEGACY_MAX_BATCH_SIZE),
+        max_num_batched_tokens=val(LEGACY_MAX_NUM_TOKENS),
+        kv_cache_dtype=None,
+        block_size=val(LEGACY_TOKENS_PER_BLOCK) if paged is not None and paged.value is True else None,
+        tensor_parallel=val(LEGACY_TP),
+        pipeline_parallel=val(LEGACY_PP),
+        memory_fraction=None,
+        cuda_graphs=None,
+        prefix_caching=None,
     )
 
 
