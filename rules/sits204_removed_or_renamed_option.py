@@ -12,7 +12,10 @@ Reports options that the target framework version rejects at startup or silently
   `VLLM_ATTENTION_BACKEND` environment variable, which vLLM ≥0.16 ignores.
 - **TensorRT-LLM** LLM-API / `trtllm-serve` YAML keys from before 1.0 (`use_cuda_graph`,
   `kv_cache_dtype`, `pytorch_backend_config`, ...), which 1.x rejects (`extra="forbid"`), and, for
-  the release series whose models were read (1.0.x), any key the models do not have.
+  the release series whose models were read (1.0.x), any key the models do not have; and
+  `trtllm-serve` command-line flags its click command does not have at the target (click
+  refuses to start: "No such option"; click does not treat `-` and `_` alike, so
+  `--max-batch-size` is not `--max_batch_size`).
 - **transformers** `generation_config.json` `cache_implementation` values the target version
   rejects (`"mamba"` from 4.56, `"dynamic_full"` by 5.24, `"offloaded"` before 4.50, ...).
 - **ORT GenAI** `genai_config.json` keys its strict parser rejects (`Unknown value`), top-level
@@ -60,6 +63,9 @@ known (said to be assumed).
 - TensorRT-LLM: release notes 1.0 "API Changes" (`docs/source/release-notes.md`), v1.0.0rc2
   (#5014, `cuda_graph_config`), `tensorrt_llm/llmapi/llm_args.py@v1.0.0` (`StrictBaseModel`,
   `extra="forbid"`, the fields of every config class; read by tools/gen_trtllm_options.py).
+- trtllm-serve: `tensorrt_llm/commands/serve.py` (click options) in the snapshots listed in
+  `sits_doctor/frameworks/trtllm_serve.py` (0.18.2 docs page, 0.20.0, 1.1.0rc6, and two
+  unnamed NVIDIA/TensorRT-LLM commits taken for 1.1.0 and 1.2.0).
 - transformers: `generation/configuration_utils.py` (`ALL_CACHE_IMPLEMENTATIONS`, and `"paged"`
   from 5.0; `validate()` runs in `GenerationConfig.__init__`) in the wheels 4.45.2, 4.50.0,
   4.53.0, 4.56.0, 5.0.0, 5.10.4 and 5.24.0.
@@ -97,6 +103,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         yield from _vllm(plan, ctx)
     elif plan.framework == "trtllm" and plan.kind == "trtllm-llmapi" and V(version) >= V(trt.LLMAPI_STRICT):
         yield from _trtllm(plan, ctx)
+    elif plan.framework == "trtllm" and plan.kind == "trtllm-serve-args":
+        yield from _trtllm_serve(plan, ctx)
     elif plan.framework == "ortgenai":
         yield from _ortgenai(plan, ctx)
     elif plan.framework == "hf":
@@ -238,6 +246,31 @@ def _spelled_like(setting: Setting, name: str) -> str:
     written = setting.raw_key.lstrip("-")
     text = fw.flag_of(name, dashed="-" in written or "_" not in written)
     return text if setting.raw_key.startswith("-") else text[2:]
+
+
+def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
+    """Flags the target's ``trtllm-serve serve`` click command does not have."""
+    from sits_doctor.frameworks import trtllm_serve as serve
+
+    release = serve.release_for(ctx.target.version)
+    if release is None:
+        return
+    evidence = [f"target: {ctx.target}", f"trtllm-serve options of {release.version}"
+                f"{' (assumed)' if release.assumed else ''}: {release.source}"]
+    for setting in plan.settings.values():
+        flag = setting.raw_key.split("=", 1)[0]
+        if not flag.startswith("--") or flag in release.flags or setting.site is None:
+            continue
+        when = "" if serve.key_of(flag) is None else " (other releases have it)"
+        close = closest(flag, release.flags)
+        yield RULE.finding(
+            plan, setting,
+            f"{flag} is not an option of trtllm-serve {release.version}{when}: {ctx.target.name} refuses to "
+            f"start (click: No such option: {flag})",
+            evidence=evidence, fix_hint=f"did you mean {close}?" if close else "remove it",
+            fixes=[edit.rename(setting, close, f"rename {flag} to {close}", Safety.UNSAFE) if close
+                   else edit.remove(setting, f"remove {flag}", Safety.UNSAFE)],
+        )
 
 
 def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:

@@ -23,6 +23,7 @@ from sits_doctor.plan import Plan
 from sits_doctor.source import SourceDoc, display_path, parse_json, read_text
 from sits_doctor.source_yaml import parse_yaml
 
+_TEMPLATE_WORDS = {"yaml": "{{ }} template expressions", "pbtxt": "${...} placeholders of an unfilled template"}
 CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".sh", ".bash", ".pbtxt"})
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
 # Files that sit beside model configs but are never deployment configs: not even opened.
@@ -32,8 +33,9 @@ NEVER_CONFIG = frozenset(
     model.safetensors.index.json pytorch_model.bin.index.json""".split()
 )
 EXPECTED = (
-    "a Hugging Face config.json, a vLLM serve --config YAML, a Kubernetes/compose/Helm file "
-    "running vLLM, a TensorRT-LLM engine config or LLM-API YAML, or an ORT GenAI genai_config.json"
+    "a Hugging Face config.json, a vLLM serve --config YAML, a Kubernetes/compose/Helm/KubeAI/llm-d/"
+    "SkyPilot/Ray Serve file running vLLM or trtllm-serve, a launch script or Dockerfile, a TensorRT-LLM "
+    "engine config or LLM-API YAML, a Triton config.pbtxt, or an ORT GenAI genai_config.json"
 )
 
 
@@ -145,7 +147,8 @@ def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consu
     templated = sum(len(d.templated) for d in docs)
     if templated:
         result.notices.append(
-            Notice(display, f"{templated} value(s) hold {{{{ }}}} template expressions and were not checked")
+            Notice(display, f"{templated} value(s) hold {_TEMPLATE_WORDS.get(docs[0].fmt, _TEMPLATE_WORDS['yaml'])} "
+                            "and were not checked")
         )
 
 
