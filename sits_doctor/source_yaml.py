@@ -128,7 +128,8 @@ def parse_yaml(text: str, display: str) -> list[SourceDoc]:
         line = mark.line + 1 if mark else None
         col = mark.column + 1 if mark else None
         hint = " (after neutralising Helm {{ }} templates)" if n_templates else ""
-        raise InputError(display, f"invalid YAML{hint}: {problem}", line, col) from None
+        render = "; template logic builds this YAML: check what `helm template` renders instead" if n_templates else ""
+        raise InputError(display, f"invalid YAML{hint}: {problem}{render}", line, col) from None
     except yaml.YAMLError as exc:
         raise InputError(display, f"invalid YAML: {exc}") from None
     except RecursionError:
