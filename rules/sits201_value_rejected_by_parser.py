@@ -9,6 +9,11 @@ Reports values the framework's parser refuses, so the deployment fails to start:
   `--max-model-len 8k` before 0.8.4 (size suffixes arrived with `human_readable_int`),
   `--max-model-len auto` before 0.14, and a `--max-model-len` that is no number at all (`12abc`,
   or more digits than Python's int conversion takes, which the parser refuses the same way).
+- **Triton TensorRT-LLM backend** `config.pbtxt`: a missing or unknown `gpt_model_type` (the
+  model fails to load), and a parameter value the backend cannot convert (`"O.9"` for
+  `kv_cache_free_gpu_mem_fraction`, `"yes"` for a bool): the backend logs a warning and quietly
+  uses its default instead, and a number followed by more (`"0,85"`), of which it reads only the
+  leading part (`std::stof`: 0) without a word (warnings).
 - **ORT GenAI** `genai_config.json`: a missing or zero `model.context_length`; provider options must be JSON
 strings (`"enable_cuda_graph": "1"`, not `true`), integers must be integral numbers, booleans
 must be JSON booleans, `null` is never accepted for a known key, and enumerations
@@ -44,6 +49,9 @@ both are checked against the real parsers' verdicts on probe inputs (tests repla
 - microsoft/onnxruntime-genai `src/config.cpp`, `src/json.h` (@00a26d59): typed getters,
   `SafeDoubleToInt`, provider options as strings, "model context_length is 0 or was not set";
   replayed on the wheels 0.5.2 … 0.18.0.
+- triton-inference-server/tensorrtllm_backend `inflight_batcher_llm/src/model_state.cc` and
+  `model_instance_state.cc` at v0.18.0 (`GetParameter<T>`: `std::stoi`/`std::stof`, a `catch`
+  that warns and keeps the default; `gpt_model_type` read without one).
 - vLLM `vllm/engine/arg_utils.py@0.8.4`: `human_readable_int` becomes the type of
   `--max-model-len`, `human_readable_int_or_auto`@0.14.0; `BooleanOptionalAction` for boolean
   config fields @0.8.5 (`StoreBoolean`, which took a value, before); `CompilationConfig`
@@ -70,7 +78,7 @@ RULE = Rule(
     name="value-rejected-by-parser",
     summary="value of a type the framework's strict config parser rejects: load failure",
     severity=Severity.ERROR,
-    frameworks=("ortgenai", "vllm"),
+    frameworks=("ortgenai", "vllm", "trtllm"),
 )
 _WANTED = {"integer": "an integer", "array": "an array", "object": "an object"}
 _JSON_TYPES = {bool: "bool", int: "number", float: "number", str: "string", type(None): "null", dict: "object", list: "array"}
@@ -79,8 +87,45 @@ _JSON_TYPES = {bool: "bool", int: "number", float: "number", str: "string", type
 def check(plan: Plan, ctx) -> Iterator[Finding]:
     if plan.framework == "vllm":
         yield from _vllm(plan, ctx)
-    else:
+    elif plan.framework == "ortgenai":
         yield from _ortgenai(plan, ctx)
+    elif plan.kind == "triton-pbtxt":
+        yield from _triton(plan, ctx)
+
+
+def _triton(plan: Plan, ctx) -> Iterator[Finding]:
+    from sits_doctor.frameworks import triton
+
+    source = f"{triton.BACKEND_REPO}@{triton.SOURCE_TAG} {triton.MODEL_INSTANCE_STATE}"
+    model_type = plan.get("gpt_model_type")
+    if model_type is None:
+        yield RULE.finding(plan, plan.anchor, "gpt_model_type is not set: the TensorRT-LLM backend fails to load "
+                           "the model (it reads this parameter without a fallback)", evidence=[source],
+                           fix_hint=f"add parameters gpt_model_type: one of {', '.join(triton.GPT_MODEL_TYPES)}")
+    elif not model_type.templated and model_type.raw not in triton.GPT_MODEL_TYPES:
+        yield RULE.finding(plan, model_type, f"gpt_model_type {model_type.raw!r} is not a batching mode the backend "
+                           "knows: the model fails to load", evidence=[source],
+                           fix_hint=f"one of {', '.join(triton.GPT_MODEL_TYPES)}")
+    for key, setting in plan.settings.items():
+        param = triton.PARAMETERS.get(key)
+        if param is None or setting.templated or not isinstance(setting.raw, str) or key == "gpt_model_type":
+            continue
+        try:
+            value = triton.convert(key, setting.raw)
+        except ValueError:
+            default = "no value (unset)" if param.default is None else repr(param.default)
+            yield RULE.finding(
+                plan, setting,
+                f"{key} {setting.raw!r} is not a{'n' if param.kind in ('int', 'uint') else ''} {param.kind} the backend "
+                f"can read: it logs a warning and quietly uses {default} instead",
+                severity=Severity.WARNING, evidence=[source], fix_hint=f"write a {param.kind} ({param.meaning})")
+            continue
+        tail = triton.ignored_tail(key, setting.raw)
+        if tail:
+            yield RULE.finding(
+                plan, setting,
+                f"{key} {setting.raw!r}: the backend reads only the number before {tail!r} and uses {value!r}",
+                severity=Severity.WARNING, evidence=[source], fix_hint=f"write a plain {param.kind} ({param.meaning})")
 
 
 def _vllm(plan: Plan, ctx) -> Iterator[Finding]:

@@ -170,6 +170,8 @@ PARAMETERS: dict[str, Param] = {
 # getGuidedDecodingConfigFromParams) also reads the three guided-decoding keys without one, so
 # there they must be present, even if only as the template's unfilled ${...}.
 REQUIRED = ("gpt_model_type",)
+# The values gpt_model_type accepts (ModelInstanceState, SOURCE_TAG); anything else fails the load.
+GPT_MODEL_TYPES = ("V1", "v1", "inflight_batching", "inflight_fused_batching")
 REQUIRED_LATER = REQUIRED + ("tokenizer_dir", "xgrammar_tokenizer_info_path", "guided_decoding_backend")
 
 # Read by Triton itself (not the TensorRT-LLM backend), written in the shipped template.
@@ -238,6 +240,15 @@ def _float(text: str) -> float:
     if not m:
         raise ValueError(f"std::stof cannot convert {text!r}")
     return float(m.group(1))
+
+
+def ignored_tail(name: str, text: str) -> str:
+    """What the C conversion of a number parameter silently ignores after the number it reads
+    (``"0,85"`` is read as 0: std::stof stops at the comma); "" when it reads it all."""
+    param = PARAMETERS.get(name)
+    pattern = {"int": _C_INT, "uint": _C_INT, "float": _C_FLOAT}.get(param.kind) if param else None
+    m = pattern.match(text) if pattern else None
+    return text[m.end():].strip() if m else ""
 
 
 def _bool(text: str) -> bool:
