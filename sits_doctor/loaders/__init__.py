@@ -16,9 +16,8 @@ from typing import Iterable, Sequence
 
 from sits_doctor.errors import InputError, Notice
 from sits_doctor.frameworks import vllm as vllm_fw
-from sits_doctor.loaders import (
-    compose, helm, hf, kubeai, kubernetes, llmd, ortgenai, ray_serve, script, skypilot, trtllm, vllm, vllm_chart,
-)
+from sits_doctor.loaders import compose, helm, hf, kubernetes, ortgenai, trtllm, vllm
+from sits_doctor.loaders.filenames import is_dockerfile, is_script
 from sits_doctor.plan import Plan
 from sits_doctor.source import SourceDoc, display_path, parse_json, read_text
 from sits_doctor.source_yaml import parse_yaml
@@ -89,7 +88,7 @@ def _walk(root: Path, result: LoadResult) -> Iterable[tuple[Path, Path | None]]:
             if name.startswith("."):
                 continue
             p = Path(dirpath, name)
-            if (p.suffix.lower() in CONFIG_SUFFIXES or script.is_dockerfile(name)) and name not in NEVER_CONFIG:
+            if (p.suffix.lower() in CONFIG_SUFFIXES or is_dockerfile(name)) and name not in NEVER_CONFIG:
                 yield p, None if os.path.islink(p) else Path(os.path.normpath(os.path.join(real_dir, name)))
             else:
                 result.skipped += 1
@@ -160,10 +159,10 @@ def read_docs(path: Path, display: str) -> list[SourceDoc]:
 def parse_docs(text: str, path: Path, display: str) -> list[SourceDoc]:
     if not text.strip():
         raise InputError(display, "empty file")
-    if script.is_dockerfile(path.name):
-        return [script.parse_dockerfile(text, display)]
-    if script.is_script(path.name, text):
-        return [script.parse_script(text, display)]
+    if is_dockerfile(path.name):
+        return [_wrapper("script").parse_dockerfile(text, display)]
+    if is_script(path.name, text):
+        return [_wrapper("script").parse_script(text, display)]
     suffix = path.suffix.lower()
     if suffix == ".pbtxt":
         from sits_doctor.loaders import triton
@@ -201,12 +200,32 @@ def _tolerable_in_walk(path: Path, err: InputError, text: str | None) -> bool:
     return "{{" in text or not any(marker in text for marker in _CONFIG_MARKERS)
 
 
+# Wrappers read by modules imported only when a document has the key that marks them (imports are
+# much of a one-file check): (key, module, its sniff function, its plans function), in order.
+_WRAPPERS = (
+    ("catalog", "kubeai", "is_kubeai_catalog", "catalog_plans"),
+    ("modelArtifacts", "llmd", "is_llmd_values", "plans"),
+    ("sampleApplication", "llmd", "is_deployer_values", "deployer_plans"),
+    ("image", "vllm_chart", "is_vllm_chart_values", "plans"),
+    ("applications", "ray_serve", "is_ray_serve_llm", "plans"),
+    ("llm_configs", "ray_serve", "is_ray_serve_llm", "plans"),
+    ("model_loading_config", "ray_serve", "is_ray_serve_llm", "plans"),
+    ("run", "skypilot", "is_skypilot_task", "plans"),
+)
+
+
+def _wrapper(name: str):
+    import importlib
+
+    return importlib.import_module(f"sits_doctor.loaders.{name}")
+
+
 def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResult) -> list[Plan]:
     data = doc.data
     if doc.fmt == "shell":
-        return script.script_plans(doc)
+        return _wrapper("script").script_plans(doc)
     if doc.fmt == "dockerfile":
-        return script.dockerfile_plans(doc)
+        return _wrapper("script").dockerfile_plans(doc)
     if doc.fmt == "pbtxt":
         from sits_doctor.loaders import triton
 
@@ -225,28 +244,21 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
         if kubernetes.is_kubernetes(data):  # kubectl get -o json, and manifests written as JSON
             return kubernetes.plans(doc)
         return []
-    if kubeai.is_kubeai_model(data):
-        return kubeai.plans(doc)
-    if ray_serve.is_rayservice(data):
-        return ray_serve.rayservice_plans(doc)
+    if not isinstance(data, dict):
+        return []
+    if str(data.get("apiVersion", "")).startswith("kubeai.org/") and _wrapper("kubeai").is_kubeai_model(data):
+        return _wrapper("kubeai").plans(doc)
+    if data.get("kind") == "RayService" and _wrapper("ray_serve").is_rayservice(data):
+        return _wrapper("ray_serve").rayservice_plans(doc)
     if kubernetes.is_kubernetes(data):
         return kubernetes.plans(doc)
     if compose.is_compose(data):
         return compose.plans(doc)
     if helm.is_helm_values(data):
         return helm.plans(doc)
-    if kubeai.is_kubeai_catalog(data):
-        return kubeai.catalog_plans(doc)
-    if llmd.is_llmd_values(data):
-        return llmd.plans(doc)
-    if llmd.is_deployer_values(data):
-        return llmd.deployer_plans(doc)
-    if vllm_chart.is_vllm_chart_values(data):
-        return vllm_chart.plans(doc)
-    if ray_serve.is_ray_serve_llm(data):
-        return ray_serve.plans(doc)
-    if skypilot.is_skypilot_task(data):
-        return skypilot.plans(doc)
+    for key, module, sniff, make in _WRAPPERS:
+        if key in data and getattr(_wrapper(module), sniff)(data):
+            return getattr(_wrapper(module), make)(doc)
     if trtllm.is_llmapi_yaml(data):
         return [trtllm.plan_from_llmapi(doc)]
     if vllm.is_vllm_yaml(data):
@@ -289,7 +301,7 @@ def _sidecars(config_path: Path, consumed: set[Path], result: LoadResult) -> dic
 
 def _why_unrecognized(docs: list[SourceDoc]) -> str:
     if docs and docs[0].fmt in ("shell", "dockerfile"):
-        return script.why_not(docs[0])
+        return _wrapper("script").why_not(docs[0])
     if docs and docs[0].fmt == "pbtxt":
         from sits_doctor.loaders import triton
 
@@ -297,12 +309,14 @@ def _why_unrecognized(docs: list[SourceDoc]) -> str:
     if all(isinstance(d.data, dict) and not d.data for d in docs):
         return " (it is empty)"
     for d in docs:
-        if llmd.is_deployer_values(d.data):
-            return llmd.deployer_why_not(d)
-        if isinstance(d.data, dict) and d.data.get("kind") == "RayService":
+        if not isinstance(d.data, dict):
+            continue
+        if "sampleApplication" in d.data and _wrapper("llmd").is_deployer_values(d.data):
+            return _wrapper("llmd").deployer_why_not(d)
+        if d.data.get("kind") == "RayService":
             return (" (a RayService whose Serve application builds its engine in Python code: only ray.serve.llm"
                     " llm_configs in serveConfigV2 are read)")
-        if kubeai.is_kubeai_model(d.data):
+        if str(d.data.get("apiVersion", "")).startswith("kubeai.org/") and _wrapper("kubeai").is_kubeai_model(d.data):
             return f" (a KubeAI Model whose engine is {d.data['spec'].get('engine')!r}, not VLLM)"
     if any(kubernetes.is_kubernetes(d.data) for d in docs):
         if any("tritonserver" in d.text for d in docs):

@@ -20,30 +20,13 @@ import re
 from typing import Any
 
 from sits_doctor.loaders import shell
+from sits_doctor.loaders.filenames import is_dockerfile, is_script  # noqa: F401  (re-exported)
 from sits_doctor.loaders.vllm_args import Token, is_shell_templated, resolve_vars
 from sits_doctor.plan import Plan, Provenance, Setting, Site, Word
 from sits_doctor.source import Pos, SourceDoc, join_pointer
 
-SCRIPT_SUFFIXES = frozenset({".sh", ".bash"})
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
 _INSTRUCTION = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]+", re.MULTILINE)
-
-
-def is_dockerfile(path: str) -> bool:
-    name = os.path.basename(path)
-    return name in ("Dockerfile", "Containerfile") or name.startswith("Dockerfile.") or name.endswith(".Dockerfile")
-
-
-def is_script(path: str, text: str | None = None) -> bool:
-    """A shell script by its name (``.sh``, ``.bash``) or, without a suffix, by its ``#!`` line."""
-    name = os.path.basename(path)
-    suffix = os.path.splitext(name)[1].lower()
-    if suffix in SCRIPT_SUFFIXES:
-        return True
-    if suffix or text is None or not text.startswith("#!"):
-        return False
-    first = text.split("\n", 1)[0]
-    return any(first.rstrip().endswith(s) or f"/{s} " in first or f" {s}" in first for s in ("sh", "bash", "dash", "zsh"))
 
 
 # --- shell scripts ----------------------------------------------------------------------------
