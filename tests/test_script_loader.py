@@ -191,3 +191,12 @@ def test_pins_that_are_not_the_package():
     doc = parse_script("pip install tensorrt_llm==0.17.0 --extra-index-url https://pypi.nvidia.com\n", "s.sh")
     pin = pip_pin(doc, doc.text, 0, "")
     assert (pin.key, pin.value, pin.prov.line, pin.prov.col) == ("trtllm", "0.17.0", 1, 13)
+
+
+def test_an_unrecognized_mapping_says_what_it_looked_closest_to(tmp_path: Path):
+    (tmp_path / "near.yaml").write_text("model: org/m\nport: 8000\nname: x\nreplicas: 3\nowner: me\n")
+    (tmp_path / "far.yaml").write_text("a: 1\n")
+    near, far = load_paths([tmp_path / "near.yaml", tmp_path / "far.yaml"]).errors
+    assert near.message.startswith("not a recognized config (closest to a vLLM --config file: 2 of its 5 top-level "
+                                   "keys are vLLM options (model, port)")
+    assert far.message.startswith("not a recognized config; expected")

@@ -325,4 +325,26 @@ def _why_unrecognized(docs: list[SourceDoc]) -> str:
         return " (a Kubernetes manifest, but no container runs vLLM or trtllm-serve)"
     if any(compose.is_compose(d.data) for d in docs):
         return " (a compose file, but no service runs vLLM or trtllm-serve)"
-    return ""
+    return _closest_format(docs)
+
+
+def _closest_format(docs: list[SourceDoc]) -> str:
+    """For a mapping none of the loaders took: the config kind whose option names it uses most."""
+    from sits_doctor.frameworks.trtllm import LLMAPI_KEYS
+
+    data = docs[0].data if len(docs) == 1 else None
+    if not isinstance(data, dict) or not data:
+        return ""
+    keys = [str(k) for k in data]
+    candidates = (
+        ([k for k in keys if vllm.normalize_key(k).partition(".")[0] in vllm_fw.sniff_keys()],
+         "vLLM --config file", "vLLM options"),
+        ([k for k in keys if k in LLMAPI_KEYS], "TensorRT-LLM LLM-API YAML", "LLM-API fields"),
+    )
+    found, what, names = max(candidates, key=lambda c: len(c[0]))
+    if not found:
+        return ""
+    total = len(keys)
+    shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+    return (f" (closest to a {what}: {len(found)} of its {total} top-level keys are {names} ({shown}), but such a "
+            "file is mostly those, with one that only that framework has)")
