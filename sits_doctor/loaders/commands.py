@@ -100,17 +100,17 @@ def vllm_invocation(tokens: list[Token], image_is_vllm: bool) -> tuple[list[Toke
     for i, text in enumerate(texts):
         nxt = texts[i + 1] if i + 1 < len(texts) else ""
         if text.rsplit("/", 1)[-1] == "vllm" and nxt == "serve":
-            return _until_operator(tokens[i + 2 :]), "vllm serve"
+            return until_operator(tokens[i + 2 :]), "vllm serve"
         if text == "-m" and nxt in API_SERVER_MODULES:
-            return _until_operator(tokens[i + 2 :]), f"python -m {nxt}"
+            return until_operator(tokens[i + 2 :]), f"python -m {nxt}"
     if image_is_vllm and tokens and not any(t.text in SHELLS or t.operator for t in tokens):
         if texts[0] in ("serve",):
-            return _until_operator(tokens[1:]), "vllm image entrypoint"
-        return _until_operator(tokens), "vllm image entrypoint"
+            return until_operator(tokens[1:]), "vllm image entrypoint"
+        return until_operator(tokens), "vllm image entrypoint"
     return None
 
 
-def _until_operator(tokens: list[Token]) -> list[Token]:
+def until_operator(tokens: list[Token]) -> list[Token]:
     out = []
     for t in tokens:
         if t.operator:

@@ -22,7 +22,7 @@ def plans(doc: SourceDoc) -> list[Plan]:
     data = doc.data
     name = (data.get("metadata") or {}).get("name", "?") if isinstance(data.get("metadata"), dict) else "?"
     out = []
-    for pointer, container in _containers(data, ""):
+    for pointer, container in containers(data, ""):
         label = f"{data.get('kind')}/{name} container {container.get('name', '?')}"
         plan = container_plan(doc, container, pointer, label)
         if plan is not None:
@@ -30,7 +30,7 @@ def plans(doc: SourceDoc) -> list[Plan]:
     return out
 
 
-def _containers(node: Any, pointer: str) -> Iterator[tuple[str, dict]]:
+def containers(node: Any, pointer: str) -> Iterator[tuple[str, dict]]:
     if isinstance(node, dict):
         for key, value in node.items():
             child = join_pointer(pointer, key)
@@ -39,10 +39,10 @@ def _containers(node: Any, pointer: str) -> Iterator[tuple[str, dict]]:
                     if isinstance(c, dict) and ("image" in c or "command" in c or "args" in c):
                         yield join_pointer(child, i), c
             else:
-                yield from _containers(value, child)
+                yield from containers(value, child)
     elif isinstance(node, list):
         for i, value in enumerate(node):
-            yield from _containers(value, join_pointer(pointer, i))
+            yield from containers(value, join_pointer(pointer, i))
 
 
 def container_plan(doc: SourceDoc, container: dict, pointer: str, label: str) -> Plan | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 
 from sits_doctor.frameworks import trtllm_serve as fw
+from sits_doctor.loaders.commands import until_operator
 from sits_doctor.loaders.vllm_args import Token, resolve_vars, site_of
 from sits_doctor.plan import Plan, Provenance, Setting, Site
 from sits_doctor.source import SourceDoc
@@ -44,7 +45,7 @@ def find_invocation(tokens: list[Token]) -> tuple[list[Token], str] | None:
             how, rest = f"python -m {fw.MODULE}", tokens[i + 2:]
         else:
             continue
-        args = _until_operator(rest)
+        args = until_operator(rest)
         if args and args[0].text == fw.SUBCOMMAND:
             return args[1:], f"{how} {fw.SUBCOMMAND}"
         if args and args[0].text in fw.OTHER_SUBCOMMANDS:
@@ -175,11 +176,3 @@ def _coerce(option: fw.ServeOption, value):
         return value
     return value  # choices as written: 'trt' stays 'trt' (an alias of tensorrt from 1.1, ChoiceWithAlias)
 
-
-def _until_operator(tokens: list[Token]) -> list[Token]:
-    out = []
-    for t in tokens:
-        if t.operator:
-            break
-        out.append(t)
-    return out
