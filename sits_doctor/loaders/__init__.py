@@ -214,6 +214,13 @@ _WRAPPERS = (
 )
 
 
+def _is_kserve(data) -> bool:
+    """KServe objects (InferenceService, ServingRuntime, LLMInferenceService): read before the
+    generic Kubernetes loader, which would see only their plain containers."""
+    return (isinstance(data, dict) and str(data.get("apiVersion", "")).startswith("serving.kserve.io/")
+            and _wrapper("kserve").is_kserve(data))
+
+
 def _wrapper(name: str):
     import importlib
 
@@ -241,6 +248,8 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
             return [hf.plan_from_sidecar(doc, "hf-generation-config")]
         if hf.is_quant_config(data):
             return [hf.plan_from_sidecar(doc, "hf-quant-config")]
+        if _is_kserve(data):
+            return _wrapper("kserve").plans(doc)
         if kubernetes.is_kubernetes(data):  # kubectl get -o json, and manifests written as JSON
             return kubernetes.plans(doc)
         return []
@@ -250,6 +259,8 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
         return _wrapper("kubeai").plans(doc)
     if data.get("kind") == "RayService" and _wrapper("ray_serve").is_rayservice(data):
         return _wrapper("ray_serve").rayservice_plans(doc)
+    if _is_kserve(data):
+        return _wrapper("kserve").plans(doc)
     if kubernetes.is_kubernetes(data):
         return kubernetes.plans(doc)
     if compose.is_compose(data):
@@ -311,6 +322,8 @@ def _why_unrecognized(docs: list[SourceDoc]) -> str:
     for d in docs:
         if not isinstance(d.data, dict):
             continue
+        if _is_kserve(d.data):
+            return _wrapper("kserve").why_not(d)
         if "sampleApplication" in d.data and _wrapper("llmd").is_deployer_values(d.data):
             return _wrapper("llmd").deployer_why_not(d)
         if d.data.get("kind") == "RayService":
