@@ -9,7 +9,10 @@ Reports options that the target framework version rejects at startup or silently
   it does not have yet (`--max-cudagraph-capture-size` <0.11.1), flags no release has (a typo,
   with the closest real flag), deprecated flags, abbreviations argparse accepts only while they
   stay unique (`--max-num-seq`, info), `compilation_config.level` (gone in 0.18), and the
-  `VLLM_ATTENTION_BACKEND` environment variable, which vLLM ≥0.16 ignores.
+  `VLLM_ATTENTION_BACKEND` environment variable, which vLLM ≥0.16 ignores. Where the server reads
+  its arguments with `parse_known_args` (KServe's huggingfaceserver), an unknown or removed flag is
+  ignored rather than refused (warning), and so is a vLLM flag spelled with `_` or written dotted
+  (`--x.y`): only vLLM's own `parse_args` rewrites those.
 - **TensorRT-LLM** LLM-API / `trtllm-serve` YAML keys from before 1.0 (`use_cuda_graph`,
   `kv_cache_dtype`, `pytorch_backend_config`, ...), which 1.x rejects (`extra="forbid"`), and, for
   the release series whose models were read (1.0.x), any key the models do not have; and
@@ -63,6 +66,9 @@ known (said to be assumed).
 - TensorRT-LLM: release notes 1.0 "API Changes" (`docs/source/release-notes.md`), v1.0.0rc2
   (#5014, `cuda_graph_config`), `tensorrt_llm/llmapi/llm_args.py@v1.0.0` (`StrictBaseModel`,
   `extra="forbid"`, the fields of every config class; read by tools/gen_trtllm_options.py).
+- KServe: `python/huggingfaceserver/huggingfaceserver/__main__.py` (`parser.parse_known_args()`,
+  kserve/kserve@aaac4e2 and the tags v0.13.0 … v0.20.0); vLLM's `FlexibleArgumentParser.parse_args`
+  (`vllm/utils/argparse_utils.py@0.33.0`) is where `_` becomes `-` and `--x.y` is expanded.
 - trtllm-serve: `tensorrt_llm/commands/serve.py` (click options) in the snapshots listed in
   `sits_doctor/frameworks/trtllm_serve.py` (0.18.2 docs page, 0.20.0, 1.1.0rc6, and two
   unnamed NVIDIA/TensorRT-LLM commits taken for 1.1.0 and 1.2.0).
@@ -166,6 +172,27 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             )
 
 
+def _unread(plan: Plan, setting: Setting, evidence: list[str]) -> Finding:
+    """A flag vLLM knows only through FlexibleArgumentParser.parse_args's rewriting, under a
+    server that parses with parse_known_args (KServe's huggingfaceserver)."""
+    name = setting.raw_key.partition("=")[0]
+    head, dot, rest = name[2:].partition(".")
+    dashed = "--" + head.replace("_", "-")
+    if dot:
+        why = "vLLM expands a dotted --x.y flag only in its own parse_args"
+        hint = f"pass the whole JSON value: {dashed} '{{\"{rest}\": ...}}'"
+        fixes = []
+    else:
+        why = "vLLM turns _ into - only in its own parse_args"
+        hint = f"write it as {dashed}"
+        fixes = [edit.rename(setting, dashed, f"write {dashed}", Safety.UNSAFE)]
+    return RULE.finding(
+        plan, setting,
+        f"{name} has no effect and vLLM runs with its default: {plan.lenient}, and {why}",
+        evidence=evidence, fix_hint=hint, fixes=fixes, severity=Severity.WARNING,
+    )
+
+
 def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evidence: list[str]) -> Iterator[Finding]:
     info = fw.lookup_flag(flag, release)
     option = fw.OPTIONS.get(setting.key.partition(".")[0])
@@ -181,17 +208,22 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             fixes=[edit.rename(setting, plain, f"write {plain} with ASCII hyphens")],
         )
         return
+    if setting.key.startswith(fw.UNREAD):
+        yield _unread(plan, setting, evidence)
+        return
     if info is None:
         runs = fw.flag_history(flag)
+        # a lenient server (parse_known_args) drops the word and starts: the option has no effect
+        outcome = (f"{plan.lenient}: the option has no effect" if plan.lenient
+                   else f"{ctx.target.name} rejects it at startup (unrecognized arguments)")
+        severity = Severity.WARNING if plan.lenient else None
         if not runs:
-            if plan.entry not in fw.ENTRYPOINTS_WITH_SERVE_PARSER and plan.kind != "vllm-yaml":
+            if plan.entry not in fw.ENTRYPOINTS_WITH_SERVE_PARSER and plan.kind != "vllm-yaml" and not plan.lenient:
                 return  # another entrypoint's parser (the legacy api_server) has other options
             close = _did_you_mean(fw.normalize_flag(flag), set(fw.flags_at(release)))
             yield RULE.finding(
-                plan, setting,
-                f"{shown} is not an option of vLLM {release}: {ctx.target.name} rejects it at startup "
-                "(unrecognized arguments)",
-                evidence=evidence, fix_hint=close or "remove it, or check the spelling",
+                plan, setting, f"{shown} is not an option of vLLM {release}: {outcome}",
+                evidence=evidence, fix_hint=close or "remove it, or check the spelling", severity=severity,
             )
             return
         before = [r for r in runs if V(r[1]) < V(release)]
@@ -199,14 +231,14 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
         if before:
             gone = fw.next_release(before[-1][1])
             again = f" (accepted again from {after[0][0]})" if after else ""
-            message = (f"{shown} was removed in vLLM {gone}{again}: {ctx.target.name} rejects it at startup "
-                       "(unrecognized arguments)")
+            message = f"{shown} was removed in vLLM {gone}{again}: {outcome}"
             fixes = [_removal_fix(setting, option)] if option is not None else [
                 edit.remove(setting, f"remove {setting.raw_key}")]
         else:
-            message = f"{shown} arrived in vLLM {after[0][0]}: {ctx.target.name} rejects it at startup"
+            message = f"{shown} arrived in vLLM {after[0][0]}: " + (
+                f"{plan.lenient}: the option has no effect" if plan.lenient else f"{ctx.target.name} rejects it at startup")
             fixes = []
-        yield RULE.finding(plan, setting, message, evidence=evidence, fix_hint=hint, fixes=fixes)
+        yield RULE.finding(plan, setting, message, evidence=evidence, fix_hint=hint, fixes=fixes, severity=severity)
         return
     if info.abbreviation:
         full = info.flag if setting.raw_key.startswith("-") else info.flag[2:]

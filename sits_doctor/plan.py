@@ -197,6 +197,9 @@ class Plan:
         self.unchecked = unchecked  # command-line words that name variables the container does not set
         self.hardware = {} if hardware is None else hardware  # "gpu_count", "gpu_product" as a manifest states them
         self.pin: Setting | None = None  # the framework version a `pip install vllm==X` in the file installs
+        # why the server ignores words its parser does not know instead of refusing to start
+        # (KServe's huggingfaceserver: parse_known_args); "" when unknown words are a startup failure
+        self.lenient = ""
 
     def __repr__(self) -> str:
         return f"Plan({self.framework!r}, {self.kind!r}, {self.label!r})"

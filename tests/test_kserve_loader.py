@@ -271,8 +271,10 @@ spec:
 def test_a_runtime_of_the_hf_server_and_a_vllm_sidecar():
     doc, (hf, side) = _plans(RUNTIME)
     assert hf.label == "ServingRuntime/hf container kserve-container (KServe huggingfaceserver (vLLM backend))"
-    # --max_log_len is the server's own only with the Hugging Face backend (v0.15.0+): vLLM's here
-    assert list(hf.settings) == ["max_model_len", "max_log_len", "tensor_parallel_size"]
+    # --max_log_len is the server's own only with the Hugging Face backend (v0.15.0+): vLLM's here,
+    # whose flag is --max-log-len; parse_known_args does not rewrite _ to -, so it is never read
+    assert list(hf.settings) == ["max_model_len", "unread:max_log_len", "tensor_parallel_size"]
+    assert hf.lenient.startswith("KServe's huggingfaceserver reads its arguments with parse_known_args")
     assert hf.settings["max_model_len"].value == 8192 and hf.settings["tensor_parallel_size"].value == 1
     assert hf.model_ref is None
     assert {k: v.value for k, v in hf.hardware.items()} == {"gpu_count": "1", "gpu_product": "NVIDIA-H100-80GB-HBM3"}

@@ -145,6 +145,21 @@ OWN_FLAGS = frozenset(
     if f not in FEEDS_VLLM and f not in RELEASES[-1].hf_backend_only
 )
 
+# Why huggingfaceserver ignores a word instead of refusing to start (Plan.lenient).
+LENIENT = ("KServe's huggingfaceserver reads its arguments with parse_known_args "
+           "(huggingfaceserver/__main__.py), which ignores words it does not know")
+
+
+def needs_flexible_parse(flag: str) -> bool:
+    """Whether vLLM knows ``flag`` only through ``FlexibleArgumentParser.parse_args``'s rewriting
+    (``_`` to ``-`` in the name, dotted ``--json-arg.key``), which parse_known_args skips
+    (vllm/utils/argparse_utils.py@0.33.0): under huggingfaceserver such a flag is ignored."""
+    if not flag.startswith("--") or flag in FEEDS_VLLM:
+        return False
+    head, dot, _ = flag[2:].partition(".")
+    return bool(dot) or "_" in head
+
+
 # What huggingfaceserver's VLLMModel.start_engine overrides with torch.cuda.device_count().
 DEVICE_COUNT_OPTION = "tensor_parallel_size"
 DEVICE_COUNT_NOTE = ("KServe huggingfaceserver sets tensor_parallel_size to torch.cuda.device_count() "

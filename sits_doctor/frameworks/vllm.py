@@ -147,6 +147,9 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
 SHORTHANDS: dict[str, str] = {s: o.name for o in OPTIONS.values() for s in o.short}
 # Key prefix of a word written like a flag with look-alike dashes (vLLM sees a positional word).
 LOOKALIKE = "lookalike:"
+# Key prefix of a flag a lenient server never hands to vLLM as the option (an underscore spelling
+# under parse_known_args, which does not turn ``_`` into ``-``): kept apart so no rule reads it.
+UNREAD = "unread:"
 # Names the loaders and rules need by role (so no other module spells an option).
 MODEL = "model"
 REVISION = "revision"
@@ -489,7 +492,7 @@ def written_options(plan):
         elif plan.kind == KWARGS:  # engine arguments as keyword arguments: one per EngineArgs field
             if "." not in key:
                 yield setting, "--" + key.replace("_", "-")
-        elif written.startswith("-") or key.startswith(LOOKALIKE):
+        elif written.startswith("-") or key.startswith((LOOKALIKE, UNREAD)):
             yield setting, "-O" if re.fullmatch(r"-O\d+", written) else written
 
 

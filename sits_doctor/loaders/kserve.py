@@ -20,9 +20,10 @@ KServe does, by release, and the sources: :mod:`sits_doctor.frameworks.kserve`.
 Not read: the ServingRuntime an InferenceService names (its ``modelFormat`` decides what runs,
 and the runtime's own words are not merged in); the words of an LLMInferenceService ``worker``
 (the same server, headless: the leader's words are judged once); the preset's own flags
-(``--port``, ``--served-model-name``, TLS). Under huggingfaceserver an unknown vLLM flag, or a
-vLLM-only flag spelled with underscores, is ignored rather than refused (``parse_known_args``):
-the plan keeps it as written.
+(``--port``, ``--served-model-name``, TLS). Under huggingfaceserver an unknown vLLM flag, a
+vLLM-only flag spelled with underscores, or a dotted ``--x.y`` flag is ignored rather than refused
+(``parse_known_args``): the plan says so (``lenient``), and keeps the last two under
+``vllm.UNREAD`` keys so that no rule takes them for options in effect.
 """
 
 from __future__ import annotations
@@ -191,10 +192,14 @@ def _hf_plan(doc: SourceDoc, tokens: list[Token], *, label: str, anchor: Provena
                              engine_args=HF_ENTRY)
     if plan is None:  # pragma: no cover - engine_args always gives a plan
         return None
-    for key, setting in list(plan.settings.items()):  # written --max_length=N, read as --max_model_len=N
+    plan.lenient = fw.LENIENT
+    for key, setting in list(plan.settings.items()):
         written = setting.site.words[0].text.partition("=")[0] if setting.site and setting.site.words else ""
-        if fw.FEEDS_VLLM.get(written, written) != written:
+        if fw.FEEDS_VLLM.get(written, written) != written:  # written --max_length=N, read as --max_model_len=N
             plan.settings[key] = setting.with_(raw_key=written)
+        elif fw.needs_flexible_parse(written):  # never reaches vLLM as the option: no rule may read it
+            del plan.settings[key]
+            plan.settings[vllm_fw.UNREAD + key] = setting.with_(key=vllm_fw.UNREAD + key)
     plan.model_ref = None  # a positional word is not the model here (the caller sets it)
     return plan
 

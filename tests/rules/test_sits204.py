@@ -597,3 +597,64 @@ def test_fail_flag_written_with_a_look_alike_dash(tmp_path, monkeypatch, written
     assert f.message.startswith(f"{written} starts with a look-alike dash")
     assert f"not {meant};" in f.message
     assert f.fixes[0].edits[0].new == meant
+
+
+# --- a server that parses with parse_known_args (KServe huggingfaceserver) --------------------------
+
+KSERVE_HF = """apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata:
+  name: llama
+spec:
+  predictor:
+    model:
+      modelFormat:
+        name: huggingface
+      args:
+        - --model_name=llama
+        - --model_id=meta-llama/Llama-3.1-8B-Instruct
+        - {words}
+"""
+
+
+def _kserve(tmp_path, monkeypatch, words: str, version: str = "0.20.0"):
+    return findings(tmp_path, monkeypatch, "isvc.yaml", KSERVE_HF.format(words=words), f"vllm=={version}")
+
+
+def test_removed_flag_under_parse_known_args_is_ignored_not_fatal(tmp_path, monkeypatch):
+    (f,) = _kserve(tmp_path, monkeypatch, "--swap-space=4")
+    assert f.severity == Severity.WARNING and (f.location.line, f.location.col) == (13, 11)
+    assert f.message == ("--swap-space was removed in vLLM 0.18.0: KServe's huggingfaceserver reads its arguments with "
+                         "parse_known_args (huggingfaceserver/__main__.py), which ignores words it does not know: the "
+                         "option has no effect")
+    # the same word on vllm serve is a startup failure
+    (g,) = serve(tmp_path, monkeypatch, "swap-space: 4", "0.20.0")
+    assert "rejects it at startup" in g
+
+
+def test_typo_under_parse_known_args_is_reported_as_ignored(tmp_path, monkeypatch):
+    (f,) = _kserve(tmp_path, monkeypatch, "--max-num-seqz=8")
+    assert f.severity == Severity.WARNING
+    assert f.message.startswith("--max-num-seqz is not an option of vLLM 0.20.0: KServe's")
+
+
+def test_underscore_spelling_under_parse_known_args_is_unread(tmp_path, monkeypatch):
+    (f,) = _kserve(tmp_path, monkeypatch, "--gpu_memory_utilization=0.95")
+    assert f.severity == Severity.WARNING
+    assert f.message.startswith("--gpu_memory_utilization has no effect and vLLM runs with its default: KServe's")
+    assert f.message.endswith("and vLLM turns _ into - only in its own parse_args")
+    assert f.fix_hint == "write it as --gpu-memory-utilization"
+    (fix,) = f.fixes
+    assert fix.safety.value == "unsafe" and [e.new for e in fix.edits] == ["--gpu-memory-utilization"]
+
+
+def test_dotted_flag_under_parse_known_args_is_unread(tmp_path, monkeypatch):
+    (f,) = _kserve(tmp_path, monkeypatch, "--compilation-config.mode=3")
+    assert f.message.endswith("and vLLM expands a dotted --x.y flag only in its own parse_args")
+    assert f.fix_hint == "pass the whole JSON value: --compilation-config '{\"mode\": ...}'" and f.fixes == ()
+
+
+def test_dashed_flag_under_parse_known_args_is_fine(tmp_path, monkeypatch):
+    assert _kserve(tmp_path, monkeypatch, "--gpu-memory-utilization=0.95") == []
+    # KServe's own underscore flags that set a vLLM option are read (dest max_model_len)
+    assert _kserve(tmp_path, monkeypatch, "--max_model_len=4096") == []
