@@ -64,7 +64,7 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from sits_doctor.finding import Finding, Severity
+from sits_doctor.finding import Finding, Safety, Severity
 from sits_doctor.fixes import config as edit
 from sits_doctor.frameworks import vllm as fw
 from sits_doctor.loaders.vllm_args import parse_human_int
@@ -168,9 +168,16 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
             off_flag = next((f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))), None)
             on = str(value).strip().lower() == "true"
             word = shown if on else off_flag
+            message = f"{shown} takes no value: {ctx.target.name} refuses to start (unrecognized arguments: {value})"
+            if setting.site.kind == "helm":  # a mapping entry the wrapper always writes as --KEY VALUE
+                yield RULE.finding(
+                    plan, setting, message + "; this entry is always passed as two words, the flag and the value",
+                    evidence=evidence, fix_hint="remove the entry: a flag that takes no value cannot be set from here",
+                    fixes=[edit.remove(setting, f"remove {setting.raw_key}", Safety.UNSAFE)],
+                )
+                return
             yield RULE.finding(
-                plan, setting,
-                f"{shown} takes no value: {ctx.target.name} refuses to start (unrecognized arguments: {value})",
+                plan, setting, message,
                 evidence=evidence, fix_hint=f"write {word} alone" if word else f"remove {value}",
                 fixes=[edit.display(setting, f"write {word} alone", "the flag and its value are two words")] if word else (),
             )
@@ -198,6 +205,22 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
     if isinstance(value, (list, dict)) or value is None or isinstance(value, bool):
         return
     text = str(value).strip()
+    parser_type = str(seg.get("type") or "")
+    if text in fw.NONE_WORDS and parser_type.startswith(fw.OPTIONAL_TYPE):
+        return  # read as None: the option keeps its default
+    if seg["kind"] == "json" and text.startswith("{") and _inner_type(parser_type) in fw.STRICT_JSON_TYPES:
+        import json
+
+        try:
+            json.loads(text)
+        except ValueError as err:
+            yield RULE.finding(
+                plan, setting,
+                f"argument {shown}: {_quoted(text)} is not JSON ({err.args[0].split(':')[0]}): "
+                f"{ctx.target.name} refuses to start",
+                evidence=evidence, fix_hint="write the value as JSON (double-quoted keys and strings)",
+            )
+            return
     if seg["kind"] == "human_int" and not isinstance(parse_human_int(value), int):
         yield RULE.finding(
             plan, setting, f"argument {shown}: invalid int value: {_quoted(text)}: {ctx.target.name} refuses to start",
@@ -229,6 +252,11 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
             evidence=evidence, fix_hint=f"write -O{text} (the optimization level) or --compilation-config "
                                         f"'{{\"mode\": {text}}}'",
         )
+
+
+def _inner_type(parser_type: str) -> str:
+    """``_optional_type(parse_dataclass)`` → ``parse_dataclass``."""
+    return parser_type[len(fw.OPTIONAL_TYPE):-1] if parser_type.startswith(fw.OPTIONAL_TYPE) else parser_type
 
 
 def _quoted(text: str, limit: int = 60) -> str:

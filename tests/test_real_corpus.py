@@ -44,8 +44,6 @@ NOT_READ: dict[str, str] = {
         "a RayService whose Serve application builds the vLLM engine in Python code, not from llm_configs",
     "k8s/k8s-workload/rhai-vllm-gaudi-hpu-deployment.yaml":
         "passes flags to an image (intel/redhat-ai-services) whose entrypoint the file does not show",
-    "k8s/k8s-workload/kaito-workspace-custom-vllm-config.yaml":
-        "a KAITO inference ConfigMap: how KAITO turns its vllm: keys into flags is not modeled",
     "k8s/kserve-inferenceservice/rhai-vllm-kserve-chart-isvc-template.yaml":
         "a Helm chart template whose YAML only template logic builds ({{ \"{{\" }} escapes): check the rendered output",
     "k8s/llm-d-values/llmd-deployer-quickstart-pd-nixl.yaml":

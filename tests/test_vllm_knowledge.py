@@ -148,8 +148,10 @@ def test_parse_args_sites():
 def test_site_of():
     (doc,) = parse_yaml("a: 1\n", "c.yaml")
     helm = Token("--x", Provenance(), False, Word("--x", 0, 3, "/vllmConfig/x"), "helm")
-    assert va.site_of(doc, [helm]) == Site("helm", doc, "/vllmConfig/x")
-    assert va.site_of(doc, [helm._replace(word=None)]) == Site("helm", doc, "")
+    assert va.site_of(doc, [helm]) == Site("helm", doc, "/vllmConfig/x", (helm.word,))
+    value = Token("1", Provenance(), False, Word("1", pointer="/vllmConfig/x"), "helm")
+    assert va.site_of(doc, [helm, value]) == Site("helm", doc, "/vllmConfig/x", (helm.word, value.word))
+    assert va.site_of(doc, [helm._replace(word=None)]) == Site("helm", doc, "", (Word("--x"),))
     first = Token("--x", Provenance(), False, Word("--x", 0, 3, "/p/0"), "shell")
     second = Token("1", Provenance(), False, Word("1", 4, 5, "/p/1"), "argv")
     assert va.site_of(doc, [first, second]) == Site("shell", doc, "/p/0", (first.word, second.word))

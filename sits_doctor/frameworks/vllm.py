@@ -385,6 +385,13 @@ def _derived_max_len(plan, version):
 # --- what each release's own parser accepts (data/vllm_options.json, tools/gen_vllm_options.py) --
 PARSER_DATA = "vllm_options.json"
 COMPILATION_CONFIG = "compilation_config"
+# A parser type that reads "None" and "" as None (vllm/engine/arg_utils.py optional_type@0.33.0;
+# the recorded type names say which options and releases have it).
+OPTIONAL_TYPE = "_optional_type("
+NONE_WORDS = ("", "None")
+# Parser types that read a JSON text with json.loads or pydantic's validate_json: a value that
+# opens an object but is not JSON (single quotes, Python's repr of a dict) stops the server.
+STRICT_JSON_TYPES = ("parse_dataclass", "loads", "_parse_type(loads)", "union_dict_and_str")
 COMPILATION_CONFIG_INT_REJECTED = "0.9.2"  # `--compilation-config 3` fails validation from here
 COMPILATION_LEVEL_GONE = "0.18.0"  # CompilationConfig.level no longer accepted (use mode)
 COMPILATION_LEVEL = "compilation_config.level"

@@ -261,6 +261,8 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
         return _wrapper("ray_serve").rayservice_plans(doc)
     if _is_kserve(data):
         return _wrapper("kserve").plans(doc)
+    if data.get("kind") == "ConfigMap" and _wrapper("kaito").is_kaito_config(data):
+        return _wrapper("kaito").plans(doc)
     if kubernetes.is_kubernetes(data):
         return kubernetes.plans(doc)
     if compose.is_compose(data):
@@ -331,6 +333,10 @@ def _why_unrecognized(docs: list[SourceDoc]) -> str:
                     " llm_configs in serveConfigV2 are read)")
         if str(d.data.get("apiVersion", "")).startswith("kubeai.org/") and _wrapper("kubeai").is_kubeai_model(d.data):
             return f" (a KubeAI Model whose engine is {d.data['spec'].get('engine')!r}, not VLLM)"
+    if any(isinstance(d.data, dict) and d.data.get("kind") in ("ConfigMap", "Workspace") for d in docs):
+        kaito = _wrapper("kaito")
+        if any(kaito.is_kaito_config(d.data) or kaito.is_workspace(d.data) for d in docs):
+            return kaito.why_not(docs)
     if any(kubernetes.is_kubernetes(d.data) for d in docs):
         if any("tritonserver" in d.text for d in docs):
             return (" (a Kubernetes manifest that runs Triton Inference Server: its TensorRT-LLM settings are in the"

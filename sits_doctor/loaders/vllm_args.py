@@ -131,9 +131,9 @@ def expand_nested(setting: Setting) -> dict[str, Setting]:
 def site_of(doc, tokens: list[Token]) -> Site | None:
     """How the words ``tokens`` (a flag and its values) are written."""
     first = tokens[0]
-    if first.site == "helm":
-        return Site("helm", doc, first.word.pointer if first.word else "")
     words = tuple(t.word or Word(t.text) for t in tokens)
+    if first.site == "helm":  # the words a mapping entry becomes (edited as the entry)
+        return Site("helm", doc, first.word.pointer if first.word else "", words)
     return Site("shell" if first.site == "shell" else "argv", doc, words[0].pointer, words)
 
 

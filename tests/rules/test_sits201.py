@@ -285,3 +285,32 @@ def test_fail_max_model_len_of_the_wrong_yaml_type(tmp_path, monkeypatch, line, 
     found = harness.findings(tmp_path, monkeypatch, {"serve.yaml": f"model: m\n{line}\nserved-model-name: m\n"},
                              "serve.yaml", CODE, "vllm==0.20.0")
     assert [f.message.startswith(message) for f in found] == [True]
+
+
+# --- "None" for an optional type, and JSON that is not JSON -----------------------------------------
+
+def _serve(tmp_path, monkeypatch, line: str, version: str = "0.33.0"):
+    return harness.findings(tmp_path, monkeypatch, {"serve.sh": f"vllm serve org/m {line}\n"}, "serve.sh", CODE,
+                            f"vllm=={version}")
+
+
+def test_none_is_accepted_by_an_optional_type(tmp_path, monkeypatch):
+    """arg_utils.py optional_type@0.33.0: "" and "None" parse as None (max_log_len: _optional_type(int))."""
+    assert _serve(tmp_path, monkeypatch, "--max-log-len None") == []
+    # a type that is not optional refuses the word (max_num_batched_tokens: human_readable_int)
+    (f,) = _serve(tmp_path, monkeypatch, "--max-num-batched-tokens None")
+    assert f.message.startswith("argument --max-num-batched-tokens: invalid int value: 'None'")
+    # before optional_type (0.8.4: plain int) "None" is an invalid int
+    (g,) = _serve(tmp_path, monkeypatch, "--max-log-len None", "0.8.4")
+    assert "invalid int value: 'None'" in g.message
+
+
+def test_python_repr_of_a_dict_is_not_json(tmp_path, monkeypatch):
+    (f,) = _serve(tmp_path, monkeypatch, "--compilation-config \"{'mode': 3}\"")
+    assert f.message == ("argument --compilation-config: \"{'mode': 3}\" is not JSON (Expecting property name enclosed "
+                         "in double quotes): vLLM 0.33.0 refuses to start")
+    assert _serve(tmp_path, monkeypatch, "--compilation-config '{\"mode\": 3}'") == []
+    # union_dict_and_str: a value that does not open an object is a plain string
+    assert _serve(tmp_path, monkeypatch, "--additional-config plain") == []
+    (h,) = _serve(tmp_path, monkeypatch, "--additional-config \"{a: 1}\"")
+    assert "is not JSON" in h.message
