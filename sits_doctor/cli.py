@@ -387,10 +387,36 @@ def _explain(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- inspect
+
+
+def _inspect_parser() -> argparse.ArgumentParser:
+    p = _parser("inspect", "What this machine runs: Python, the inference packages and their versions, torch's "
+                "CUDA/cuDNN/ROCm build, the GPUs (and their catalog entries), and the attention backend torch's "
+                "SDPA picks for each dtype, head size and mask.", "[--format text|json]")
+    p.add_argument("--format", dest="fmt", choices=("text", "json"), default="text", help="Output format (default: text).")
+    p.add_argument("--debug", action="store_true", help="Show the traceback of an internal error.")
+    return p
+
+
+def _inspect(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
+    import json
+
+    from sits_doctor import environment
+
+    try:
+        data = environment.report()
+    except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
+        return _internal_error(exc, a.debug)
+    _out(json.dumps(data, indent=2) if a.fmt == "json" else environment.render(data))
+    return 0
+
+
 COMMANDS = {
     "check": (_check_parser, _check, "Check config files and folders."),
     "fix": (_fix_parser, _fix, "Fix what can be fixed: print the diff, or write it with --apply."),
     "capacity": (_capacity_parser, _capacity, "Will it fit: KV per token, weights, KV pool, concurrency, startup."),
+    "inspect": (_inspect_parser, _inspect, "What this machine runs: packages, GPUs, the SDPA backend torch picks."),
     "rules": (_rules_parser, _rules, "List the rules."),
     "explain": (_explain_parser, _explain, "Show a rule's documentation."),
 }
