@@ -188,6 +188,9 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--write-baseline", type=_file_to_write, metavar="FILE", help="Record the current findings in this baseline file.")
     p.add_argument("--skip-unrecognized", action="store_true", help="Skip named files that hold no recognized config instead of failing (for pre-commit).")
     p.add_argument("--show-skipped", action="store_true", help="List the files skipped as not a recognized config, and why.")
+    p.add_argument("--runtime", action="store_true",
+                   help="For Hugging Face model configs, build the model with the installed transformers on the meta "
+                        "device (no weights, no download) and report what runs: attention, RoPE placement, cache.")
     p.add_argument("-q", "--quiet", action="store_true", help="Only the findings that fail the run.")
     p.add_argument("--debug", action="store_true", help="Show tracebacks of internal errors.")
     return p
@@ -204,7 +207,8 @@ def _check(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.reporters import render
     from sits_doctor.reporters.text import diagnostics
 
-    options = _options(a, gpu=a.gpu, gpu_memory=a.gpu_memory, baseline=a.baseline, write_baseline=a.write_baseline)
+    options = _options(a, gpu=a.gpu, gpu_memory=a.gpu_memory, baseline=a.baseline, write_baseline=a.write_baseline,
+                       runtime=a.runtime)
     try:
         report = run_check(list(a.paths), options)
         color = a.fmt == "text" and a.output is None and _color_wanted()

@@ -31,6 +31,8 @@ class CheckOptions(NamedTuple):
     - ``texts``: resolved path -> text to check instead of the file on disk (the fixer's rounds).
     - ``skip_unrecognized``: a named file that holds no config is skipped, not an error.
     - ``baseline`` / ``write_baseline``: baseline files (docs/ci.md).
+    - ``runtime``: find what transformers runs for Hugging Face model configs by building them on
+      the meta device with the installed transformers and torch (else from version tables).
     """
 
     select: Sequence[str] | None = None
@@ -48,6 +50,7 @@ class CheckOptions(NamedTuple):
     skip_unrecognized: bool = False  # a named file that is not a config is skipped, not an error
     baseline: str | None = None  # drop the findings recorded in this baseline file
     write_baseline: str | None = None  # record the findings in this file
+    runtime: bool = False  # build Hugging Face models with the installed transformers (imports torch)
 
 
 class Context(NamedTuple):
@@ -81,6 +84,7 @@ class Report:
         self.baselined = 0  # findings dropped because the baseline records them
         self.plans: list[PlanSummary] = []
         self.deployments: list[Plan] = []  # the plans themselves, with their effective facts
+        self.runtime: list[dict] = []  # check --runtime: what runs for each Hugging Face model config
         self.fail_on: Severity = Severity.WARNING  # --fail-on, or the settings found for the first path
         self.fail_on_by_plan: dict[str, Severity] = {}  # each file's own settings
         for name, value in given.items():
@@ -231,7 +235,9 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
                 err = InputError(settings.source or plan.file, f"gpu: {err.message.removeprefix('--gpu ')}")
                 if err not in report.errors:
                     report.errors.append(err)
-        plan.facts = effective(plan, plan_gpu)
+        plan.facts = effective(plan, plan_gpu, runtime=opts.runtime, report=report)
+        if opts.runtime and plan.facts.runtime is not None:
+            report.runtime.append(runtime_row(plan))
         report.errors += [e for e in _invalid_model(plan) if e not in report.errors]
         report.deployments.append(plan)
         report.plans.append(
@@ -410,8 +416,9 @@ def _manifest_gpu(plan: Plan):
                    estimate=mem.estimate)
 
 
-def effective(plan: Plan, gpu=None) -> Facts:
-    """The plan's effective facts at its target version (stage 2 of build → effective → rules)."""
+def effective(plan: Plan, gpu=None, *, runtime: bool = False, report: Report | None = None) -> Facts:
+    """The plan's effective facts at its target version (stage 2 of build → effective → rules).
+    ``runtime``: build a Hugging Face model with the installed transformers to learn what runs."""
     from sits_doctor.frameworks import ortgenai, transformers, trtllm, vllm
 
     dims = transformers.model_dims(plan.model) if plan.model is not None else None
@@ -427,7 +434,52 @@ def effective(plan: Plan, gpu=None) -> Facts:
         if unknown:
             missing["sizing"] = "; ".join(
                 f"{s.raw_key} is {str(s.raw)!r}, a variable or template this file does not set ({s.prov})" for s in unknown)
-    return Facts(model=dims, serving=serving, gpu=gpu, missing=missing)
+    found = None
+    if plan.framework == "hf" and plan.kind == "hf-config" and plan.model is not None:
+        found = _runtime(plan, runtime, report)
+    return Facts(model=dims, serving=serving, gpu=gpu, missing=missing, runtime=found)
+
+
+def runtime_row(plan: Plan) -> dict:
+    """One Hugging Face deployment's runtime facts, as plain data (reporters print it)."""
+    rt = plan.facts.runtime
+
+    def value(v):
+        return None if v is None else v.value
+
+    def source(v):
+        return None if v is None else str(v.prov)
+
+    return {
+        "file": plan.file, "plan": plan.label, "model_class": rt.model_class, "how": rt.how,
+        "attention": value(rt.attention), "attention_source": source(rt.attention),
+        "supports_sdpa": value(rt.supports_sdpa), "rope": value(rt.rope), "rope_source": source(rt.rope),
+        "rotary_modules": list(rt.rotary_modules), "cache": value(rt.cache), "quantizer": value(rt.quantizer),
+        "custom_code": rt.custom_code,
+    }
+
+
+def _runtime(plan: Plan, introspect: bool, report: Report | None):
+    """What transformers runs for the plan's model: built (``--runtime``, transformers installed)
+    or from the version tables, saying which."""
+    from sits_doctor.frameworks import transformers
+
+    if introspect:
+        from sits_doctor import runtime_hf
+
+        installed = runtime_hf.available()
+        if installed is not None and installed != plan.target.version:
+            why = f"the target is transformers {plan.target.version} but {installed} is installed"
+        elif installed is not None:
+            try:
+                return runtime_hf.introspect(plan.model)
+            except Exception as exc:  # a config the installed transformers cannot build: say so, use the tables
+                why = f"transformers {installed} could not build it ({type(exc).__name__}: {str(exc)[:160]})"
+        else:
+            why = "transformers or torch is not installed"
+        if report is not None:
+            report.notices.append(Notice(plan.file, f"--runtime: {why}; used the version tables"))
+    return transformers.runtime_from_tables(plan.model, plan.target.version)
 
 
 def _invalid_model(plan: Plan) -> list[InputError]:

@@ -111,8 +111,25 @@ class GpuSpec(NamedTuple):
     estimate: bool = False  # the memory figure is estimated from the marketed size
 
 
+class Runtime(NamedTuple):
+    """What a framework runs for a model, as opposed to what its config asks for: found by
+    building the model with the installed framework (``check --runtime``), or from version tables.
+    A field neither can tell is ``None``."""
+
+    attention: Value | None = None  # the attention implementation that runs: "sdpa", "eager", ...
+    supports_sdpa: Value | None = None  # the model class has an SDPA path
+    rope: Value | None = None  # where cos/sin are built: "model" (once per forward), "attention" (every layer), "none"
+    rotary_modules: tuple[str, ...] = ()  # module paths, "*" for a decoder layer's index
+    cache: Value | None = None  # the KV cache class generate() builds
+    quantizer: Value | None = None  # the quantization integration that loads the checkpoint
+    model_class: str | None = None
+    how: str = ""  # "built with transformers 5.24.0 on the meta device" | "tables for transformers 5.24.0"
+    custom_code: bool = False  # the config names code from the model repository (never run)
+
+
 class Facts(NamedTuple):
     model: ModelDims | None = None
     serving: Serving | None = None
     gpu: GpuSpec | None = None
     missing: Mapping[str, str] = MappingProxyType({})  # "model" -> why it is unknown
+    runtime: Runtime | None = None  # Hugging Face model configs: what transformers runs for it

@@ -417,3 +417,62 @@ def _with_params(dims, tie_embeddings=None):
             f"(embeddings {how}; norms and biases left out)")
     parts = {"embeddings": embed, "attention": layers * attn, "experts": expert_params, "mlp": mlp_other}
     return dims._replace(params=Value.derived(total, note), param_parts=Value.derived(parts, note))
+
+
+# --- what runs: attention implementation and RoPE placement ------------------------------------------
+RUNTIME_DATA = "hf_runtime.json"  # data/, written by tools/gen_hf_runtime.py: every causal-LM type built at one release
+# RoPE computed inside every attention layer before these releases; from them the model computes cos/sin
+# once per forward and passes them to the layers (models/<type>/modeling_<type>.py at v4.47.1 vs
+# v4.48.0: MistralAttention, Gemma2Attention, Phi3Attention call self.rotary_emb; Llama from v4.43.0).
+ROPE_MOVED_TO_MODEL = {"llama": "4.43.0", "mistral": "4.48.0", "gemma2": "4.48.0", "phi3": "4.48.0"}
+ATTN_KEYS = ("attn_implementation", "_attn_implementation")  # a config.json that asks for an implementation
+CUSTOM_CODE_KEY = "auto_map"  # the config names classes in the model repository (trust_remote_code)
+DEFAULT_CACHE = "DynamicCache"  # what generate() builds when generation_config names no cache_implementation
+
+
+@lru_cache(maxsize=None)
+def runtime_table() -> dict:
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "data" / RUNTIME_DATA).read_text(encoding="utf-8"))
+
+
+def runtime_from_tables(model, version: str):
+    """:class:`~sits_doctor.facts.Runtime` of a model config at transformers ``version``, from the
+    generated table (exact at its release, assumed for a newer target) and :data:`ROPE_MOVED_TO_MODEL`."""
+    from sits_doctor.facts import Runtime, Value
+    from sits_doctor.versions import V
+
+    text = model.text if model is not None else {}
+    data = model.data if model is not None and isinstance(model.data, dict) else {}
+    model_type = text.get("model_type") or data.get("model_type")
+    table = runtime_table()
+    known = table["transformers"]
+    entry = table["models"].get(model_type) if isinstance(model_type, str) else None
+    at_table = V(version) >= V(known)
+    src = f"tools/gen_hf_runtime.py: {model_type} built with transformers {known}" + (
+        "" if V(version) == V(known) else f" (assumed for {version})")
+    custom = CUSTOM_CODE_KEY in data
+    asked = next((data[k] for k in ATTN_KEYS if isinstance(data.get(k), str)), None)
+    attention = supports = rope = None
+    modules: tuple[str, ...] = ()
+    if entry is not None and at_table and not custom:
+        supports = Value.default(entry["supports_sdpa"], src)
+        attention = Value.default(entry["attention"], src)
+        rope = Value.default(entry["rope"], src)
+        modules = tuple(entry["rotary_modules"])
+    if asked is not None:
+        written = next(_top_setting(model, k) for k in ATTN_KEYS if data.get(k) == asked)
+        attention = Value.of(written) if written is not None else Value.derived(asked, "config.json")
+    moved = ROPE_MOVED_TO_MODEL.get(model_type) if isinstance(model_type, str) else None
+    if moved is not None and not at_table:
+        placement = "attention" if V(version) < V(moved) else "model"
+        rope = Value.default(placement, f"transformers models/{model_type}/modeling_{model_type}.py: RoPE built in each "
+                                        f"attention layer before {moved}, once per forward from it")
+    cache = model.generation.data.get("cache_implementation") if model is not None and model.generation else None
+    return Runtime(
+        attention=attention, supports_sdpa=supports, rope=rope, rotary_modules=modules,
+        cache=Value.default(cache or DEFAULT_CACHE, "generation_config.json" if cache else "generate() default"),
+        quantizer=None, model_class=None, how=f"tables for transformers {version}", custom_code=custom,
+    )

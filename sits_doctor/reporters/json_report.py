@@ -29,6 +29,8 @@ def render(report: Report) -> str:
         "suppressed": report.suppressed,
         "baselined": report.baselined,
     }
+    if report.runtime:
+        data["runtime"] = report.runtime
     from sits_doctor.reporters import printable
 
     return json.dumps(printable(data), indent=2, ensure_ascii=False)

@@ -37,12 +37,38 @@ def render(report: Report, *, color: bool = False, quiet: bool = False, statisti
     if statistics:
         counts = Counter((f.code, f.name) for f in report.findings)
         lines += [f"{n:>5}  {code}  {name}" for (code, name), n in sorted(counts.items())]
+    if report.runtime and not quiet:
+        lines += runtime_lines(report.runtime)
     if not quiet:
         lines.append(summary(report))
     from sits_doctor.reporters import printable
 
     text = printable("\n".join(lines))
     return _colorize(text) if color else text
+
+
+_ROPE = {"model": "once per forward, passed to every layer", "attention": "again inside every attention layer",
+         "none": "no rotary module"}
+
+
+def runtime_lines(rows: list[dict]) -> list[str]:
+    """``check --runtime``: what transformers runs for each model config."""
+    lines = []
+    for r in rows:
+        lines.append(f"{r['file']}: runtime: {r['model_class'] or 'model'} ({r['how']})")
+        if r["custom_code"]:
+            continue
+        if r["attention"] is not None:
+            sdpa = "" if r["supports_sdpa"] is None else f"; the class {'has an' if r['supports_sdpa'] else 'has no'} SDPA path"
+            lines.append(f"  attention: {r['attention']}{sdpa}")
+        if r["rope"] is not None:
+            where = f" ({', '.join(r['rotary_modules'])})" if r["rotary_modules"] else ""
+            lines.append(f"  rotary embeddings: {_ROPE.get(r['rope'], r['rope'])}{where}")
+        if r["cache"] is not None:
+            lines.append(f"  generate() cache: {r['cache']}")
+        if r["quantizer"] is not None:
+            lines.append(f"  quantization: {r['quantizer']}")
+    return lines
 
 
 def diagnostics(report: Report, quiet: bool = False, show_skipped: bool = False) -> str:
