@@ -5,6 +5,7 @@ A test checks that every ``sitsNNN_*.py`` module in this folder is listed here.
 
 from sits_doctor.rules import (
     sits001_unbounded_kv_cache,
+    sits004_rope_recomputed_per_layer,
     sits007_full_precision_kv_at_long_context,
     sits201_value_rejected_by_parser,
     sits202_max_model_len_exceeds_model,
@@ -15,6 +16,7 @@ from sits_doctor.rules import (
 
 RULES = (
     sits001_unbounded_kv_cache,
+    sits004_rope_recomputed_per_layer,
     sits007_full_precision_kv_at_long_context,
     sits201_value_rejected_by_parser,
     sits202_max_model_len_exceeds_model,
