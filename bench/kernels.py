@@ -2,6 +2,7 @@
 same GPU in the same run.
 
     python bench/kernels.py [--out DIR] [--quick]
+    python bench/kernels.py --only attention [--sweep] --out DIR   # decode + chunked prefill only
 
 Prints a table and writes ``kernels.json`` and ``kernels.md`` (GPU, driver, torch/triton
 versions, git commit, shapes, medians) under ``--out`` (default: bench/results/). Timing:
@@ -150,11 +151,11 @@ def bench_attention(dev, dtype, quick: bool) -> list[dict]:
     return rows
 
 
-def _time(case, name, fn, *, flops=None, nbytes=None, graph=False) -> dict:
+def _time(case, name, fn, *, flops=None, nbytes=None, graph=False, rep=200) -> dict:
     try:
         fn()
         torch.cuda.synchronize()
-        t = median_ms(fn, graph=graph)
+        t = median_ms(fn, graph=graph, rep=rep)
     except Exception as exc:  # a peer backend may refuse a shape; say so in the table
         return {"case": case, "impl": name, "ms": None, "error": f"{type(exc).__name__}: {exc}"[:200]}
     row = {"case": case, "impl": name, "ms": t}
@@ -163,6 +164,231 @@ def _time(case, name, fn, *, flops=None, nbytes=None, graph=False) -> dict:
     if nbytes:
         row["TBps"] = nbytes / (t * 1e-3) / 1e12
     return row
+
+
+DECODE_CASES = [(b, sk) for sk in (8192, 32768) for b in (1, 8, 64)]  # Hq=32, Hk=8, D=128
+
+
+def _rel(out, ref) -> float:
+    out, ref = out.double(), ref.double()
+    fin = torch.isfinite(ref)
+    if not torch.equal(torch.isfinite(out), fin):
+        return float("inf")
+    return float((out[fin] - ref[fin]).norm() / ref[fin].norm().clamp_min(1e-30))
+
+
+def check_attention_paths(dev) -> list[dict]:
+    """The short-query (decode) path in each merge mode and the Hopper prefill path, against the
+    float64 reference on fresh inputs; outputs start as NaN so an unwritten element fails; one
+    fused-merge call captured in a CUDA graph and replayed on new inputs."""
+    rows = []
+    real_empty, real_empty_like = torch.empty, torch.empty_like
+
+    def poisoned(fn):
+        def make(*args, **kwargs):
+            t = fn(*args, **kwargs)
+            return t.fill_(float("nan")) if t.is_floating_point() else t
+        return make
+
+    def one(label, shape, dtype, call):
+        b, hq, hk, sq, sk, d = shape
+        q = torch.randn(b, hq, sq, d, device=dev, dtype=dtype)
+        k = torch.randn(b, hk, sk, d, device=dev, dtype=dtype)
+        v = torch.randn(b, hk, sk, d, device=dev, dtype=dtype)
+        torch.empty, torch.empty_like = poisoned(real_empty), poisoned(real_empty_like)
+        try:
+            out, lse = call(q, k, v)
+        except Exception as exc:
+            rows.append({"check": label, "shape": list(shape), "dtype": str(dtype).removeprefix("torch."),
+                         "rel_err": float("nan"), "rel_err_lse": float("nan"), "ok": False,
+                         "error": f"{type(exc).__name__}: {exc}"[:300]})
+            return
+        finally:
+            torch.empty, torch.empty_like = real_empty, real_empty_like
+        ref, ref_lse = attention.causal_attention_reference(q, k, v)
+        err, err_l = _rel(out, ref), _rel(lse, ref_lse)
+        tol = 1e-5 if dtype == torch.float32 else 2e-2
+        ok = err <= tol and err_l <= max(tol, 1e-4)
+        rows.append({"check": label, "shape": list(shape), "dtype": str(dtype).removeprefix("torch."),
+                     "rel_err": err, "rel_err_lse": err_l, "ok": ok})
+
+    decode_shapes = [(1, 32, 8, 1, 8192, 128), (3, 32, 8, 1, 4097, 128), (3, 8, 8, 1, 4097, 64),
+                     (2, 32, 4, 1, 1000, 128), (2, 16, 4, 5, 3001, 128), (3, 32, 8, 2, 77, 128),
+                     (1, 32, 8, 1, 32768, 128), (64, 32, 8, 1, 2049, 128)]
+    for shape in decode_shapes:
+        for dtype in (torch.bfloat16, torch.float32):
+            for mode in ("fused", "separate", "pdl"):
+                if dtype == torch.float32 and mode == "pdl":
+                    continue
+                one(f"decode {mode}", shape, dtype, lambda q, k, v, m=mode: attention._attention(
+                    q, k, v, return_lse=True, decode={"mode": m}))
+    for shape in [(4, 32, 32, 512, 8192, 128), (2, 32, 8, 500, 8193, 128), (1, 8, 8, 300, 2049, 64),
+                  (1, 8, 2, 1000, 1000, 128), (3, 4, 4, 129, 4099, 128)]:
+        one("prefill tma", shape, torch.bfloat16, lambda q, k, v: attention._attention(
+            q, k, v, return_lse=True, prefill={"use": True}))
+    # the fused merge's counters are left at 0, and the path replays correctly inside a CUDA graph
+    try:
+        rows.append(_graph_check(dev))
+    except Exception as exc:
+        rows.append({"check": "decode fused in a CUDA graph", "shape": [], "dtype": "bfloat16", "rel_err": float("nan"),
+                     "rel_err_lse": float("nan"), "ok": False, "error": f"{type(exc).__name__}: {exc}"[:300]})
+    return rows
+
+
+def _graph_check(dev) -> dict:
+    b, hq, hk, sk, d = 2, 32, 8, 5000, 128
+    q = torch.randn(b, hq, 1, d, device=dev, dtype=torch.bfloat16)
+    k = torch.randn(b, hk, sk, d, device=dev, dtype=torch.bfloat16)
+    v = torch.randn(b, hk, sk, d, device=dev, dtype=torch.bfloat16)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        attention._attention(q, k, v, decode={"mode": "fused"})
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = attention._attention(q, k, v, decode={"mode": "fused"})
+    worst = 0.0
+    for _ in range(3):
+        for t in (q, k, v):
+            t.copy_(torch.randn_like(t))
+        g.replay()
+        torch.cuda.synchronize()
+        ref, _ = attention.causal_attention_reference(q, k, v)
+        worst = max(worst, _rel(out, ref))
+    counters_zero = all(int(c.abs().sum()) == 0 for c in attention._COUNTERS_KEPT)
+    return {"check": "decode fused in a CUDA graph, 3 replays on new inputs; counters back at 0",
+            "shape": [b, hq, hk, 1, sk, d], "dtype": "bfloat16", "rel_err": worst, "rel_err_lse": 0.0,
+            "ok": worst <= 2e-2 and counters_zero}
+
+
+def profile_kernels(fns: list[tuple[str, object]]) -> list[dict]:
+    """Device time per kernel (torch.profiler, eager calls after warm-up): where a call's time goes."""
+    from torch.profiler import ProfilerActivity, profile
+
+    out = []
+    for label, fn in fns:
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(20):
+                fn()
+            torch.cuda.synchronize()
+        for ev in prof.key_averages():
+            if ev.device_type.name == "CUDA" or getattr(ev, "device_time_total", 0):
+                total = getattr(ev, "device_time_total", None) or getattr(ev, "cuda_time_total", 0)
+                if total and ev.count:
+                    out.append({"call": label, "kernel": ev.key[:90], "count": ev.count, "us_each": total / ev.count})
+    return out
+
+
+def attention_suite(dev, env, ceil, out_dir: Path, sweep: bool) -> None:
+    """Decode under CUDA graphs and chunked prefill against SDPA, with the issue's targets."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    dtype = torch.bfloat16
+    checks = check_attention_paths(dev)
+    rows, variants = [], []
+    hq, hk, d = 32, 8, 128
+    for b, sk in DECODE_CASES:
+        q = torch.randn(b, hq, 1, d, device=dev, dtype=dtype)
+        k, v = (torch.randn(b, hk, sk, d, device=dev, dtype=dtype) for _ in range(2))
+        nbytes = 2 * k.numel() * k.element_size() + 2 * q.numel() * q.element_size()
+        case = f"decode B={b} Hq={hq} Hk={hk} D={d} k={sk} (CUDA graph)"
+        rows.append(_time(case, "causal_trim (ours)", lambda: attention.causal_attention(q, k, v), nbytes=nbytes, graph=True))
+        rows.append(_time(case, "SDPA default (gqa)", sdpa(q, k, v, gqa=True), nbytes=nbytes, graph=True))
+        if sweep:
+            auto = attention._decode_splits(dev, b * hk, sk, 64)
+            opts = [{"mode": m} for m in ("separate", "pdl", "legacy")]
+            if auto > 1:
+                opts += [{"mode": "fused", "splits": n} for n in sorted({max(2, auto // 2), min(64, auto * 2)} - {auto})]
+                opts += [{"mode": "fused", "block_n": 32, "num_stages": 4}, {"mode": "fused", "num_stages": 4}]
+            else:
+                opts += [{"mode": "fused", "splits": 2}, {"num_warps": 8}, {"num_stages": 3}, {"block_n": 32}]
+            for o in opts:
+                label = "ours " + ",".join(f"{k_}={v_}" for k_, v_ in o.items()) + f" (auto splits {auto})"
+                variants.append(_time(case, label, lambda o=o: attention._attention(q, k, v, decode=o),
+                                      nbytes=nbytes, graph=True, rep=100))
+        del q, k, v
+    # chunked prefill: 512 new queries over 8192 keys, bottom-right causal
+    b, h, sq, sk = 4, 32, 512, 8192
+    q = torch.randn(b, h, sq, d, device=dev, dtype=dtype)
+    k, v = (torch.randn(b, h, sk, d, device=dev, dtype=dtype) for _ in range(2))
+    flops = 4 * b * h * d * visible_pairs(sq, sk)
+    case = f"chunked prefill B={b} H={h} D={d} q={sq} k={sk}"
+    mask = causal_lower_right(sq, sk)
+    rows.append(_time(case, "causal_trim (ours)", lambda: attention.causal_attention(q, k, v), flops=flops))
+    rows.append(_time(case, "SDPA causal_lower_right", sdpa(q, k, v, mask=mask), flops=flops))
+    if sweep:
+        for bm, bn, w, st in ((64, 64, 4, 3), (128, 64, 8, 4)):
+            o = {"use": True, "block_m": bm, "block_n": bn, "num_warps": w, "num_stages": st}
+            label = f"ours Hopper TMA variant bm={bm} bn={bn} w={w} st={st}"
+            variants.append(_time(case, label, lambda o=o: attention._attention(q, k, v, prefill=o), flops=flops, rep=100))
+    del q, k, v
+    prof = []
+    if sweep:
+        fns = []
+        for b, sk in ((1, 8192), (8, 32768)):
+            q = torch.randn(b, hq, 1, d, device=dev, dtype=dtype)
+            k, v = (torch.randn(b, hk, sk, d, device=dev, dtype=dtype) for _ in range(2))
+            for m in ("fused", "separate"):
+                fns.append((f"decode B={b} k={sk} ours {m}", lambda q=q, k=k, v=v, m=m: attention._attention(q, k, v, decode={"mode": m})))
+            fns.append((f"decode B={b} k={sk} SDPA", sdpa(q, k, v, gqa=True)))
+        try:
+            prof = profile_kernels(fns)
+        except Exception as exc:  # the profiler is a diagnosis, not a result
+            prof = [{"call": "profiler", "kernel": f"{type(exc).__name__}: {exc}"[:200], "count": 0, "us_each": 0.0}]
+
+    lines = []
+
+    def find(prefix, impl):
+        return next((r for r in rows if r["case"].startswith(prefix) and r["impl"] == impl and r.get("ms")), None)
+
+    for b, sk in DECODE_CASES:
+        prefix = f"decode B={b} Hq={hq} Hk={hk} D={d} k={sk}"
+        ours, peer = find(prefix, "causal_trim (ours)"), find(prefix, "SDPA default (gqa)")
+        if ours and peer:
+            r = peer["ms"] / ours["ms"]
+            lines.append(f"- decode B={b} k={sk} vs SDPA default (gqa), CUDA graph: {r:.2f}× (target ≥1.0×): {'met' if r >= 1.0 else 'NOT met'}")
+    ours, peer = find("chunked prefill", "causal_trim (ours)"), find("chunked prefill", "SDPA causal_lower_right")
+    if ours and peer:
+        r = peer["ms"] / ours["ms"]
+        lines.append(f"- chunked prefill vs SDPA causal_lower_right: {r:.2f}× (target ≥1.7×): {'met' if r >= 1.7 else 'NOT met'}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "attention.json").write_text(json.dumps({"env": env, "ceilings": ceil, "checks": checks, "rows": rows,
+                                                        "variants": variants, "profile": prof}, indent=2))
+    md = [
+        f"# causal_trim decode and chunked prefill on {env['gpu']}",
+        "",
+        f"{env['date']}; {env['nvidia_smi']}; torch {env['torch']} (CUDA {env['cuda']}, cuDNN {env['cudnn']}), "
+        f"triton {env['triton']}, Python {env['python']}, git {env['git']}. "
+        f"`python bench/kernels.py --only attention{' --sweep' if sweep else ''}`; medians of triton.testing.do_bench "
+        "(decode: do_bench_cudagraph, a graph of back-to-back calls replayed). bf16.",
+        "",
+        f"Ceilings measured in this run: device copy {ceil['copy_TBps']:.2f} TB/s (read+write), "
+        f"bf16 GEMM 8192³ {ceil['gemm_bf16_TFLOPs']:.0f} TFLOP/s.",
+        "",
+        "Targets (issue 11 item 2), from this run:",
+        "",
+        *lines,
+        "",
+        "Correctness on the GPU (relative error vs the float64 reference; shape = B, Hq, Hk, Sq, Sk, D):",
+        "",
+        *[f"- {c['check']} {c['dtype']} {c['shape']}: {c['rel_err']:.1e} (LSE {c['rel_err_lse']:.1e}) "
+          f"{'ok' if c['ok'] else 'FAILED ' + c.get('error', '')}" for c in checks],
+        "",
+        table(rows),
+        "",
+    ]
+    if variants:
+        md += ["Variants (same run):", "", table(variants), ""]
+    if prof:
+        md += ["Kernel device time (torch.profiler, eager calls):", "", "| call | kernel | count | µs each |", "|---|---|---|---|"]
+        md += [f"| {p_['call']} | {p_['kernel']} | {p_['count']} | {p_['us_each']:.2f} |" for p_ in prof]
+        md.append("")
+    (out_dir / "attention.md").write_text("\n".join(md))
+    print("\n".join(md))
 
 
 def extra_cases(dev, only: str | None = None) -> list[dict]:
@@ -269,12 +495,16 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=["rope", "act_quant"], help="time one kernel module's cases only")
+    ap.add_argument("--only", choices=["rope", "act_quant", "attention"], help="time one kernel module's cases only")
+    ap.add_argument("--sweep", action="store_true", help="with --only attention: also time the variants")
     args = ap.parse_args()
     dev = torch.device("cuda")
     torch.manual_seed(0)
     env = environment()
     ceil = ceilings(dev)
+    if args.only == "attention":
+        attention_suite(dev, env, ceil, args.out, sweep=args.sweep)
+        return
     if args.only:
         rows = extra_cases(dev, args.only)
         print(f"copy {ceil['copy_TBps']:.2f} TB/s\n" + table(rows))

@@ -278,6 +278,284 @@ def _combine_splits(
         tl.store(lse_ptr + batch * stride_lb + head * stride_lh + row * stride_lm, lse)
 
 
+@triton.jit
+def _merge_tile(
+    out_ptr, stride_ob, stride_oh, stride_om, stride_od,
+    lse_ptr, stride_lb, stride_lh, stride_lm,
+    part_ptr, plse_ptr, tile, batch, kv_head, q_start, len_q, NUM_SPLITS, col0,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr, ROWS: tl.constexpr,
+    NCOLS: tl.constexpr, SPLIT_CHUNK: tl.constexpr, WRITE_LSE: tl.constexpr,
+):
+    """Merge columns [col0, col0 + NCOLS) of one tile's split partials into O (and LSE).
+
+    A tile's partials are part [tile, split, ROWS·BLOCK_D] (row r's O at columns r·BLOCK_D + d,
+    normalised) and plse [tile, split, ROWS] (base-2 LSE). Every column is merged on its own with
+    an online max over chunks of SPLIT_CHUNK splits, so each chunk is one wide contiguous load."""
+    c = col0 + tl.arange(0, NCOLS)
+    r = c // BLOCK_D
+    d = c % BLOCK_D
+    pos = r // GROUP
+    ok = (pos < len_q) & (d < HEAD_DIM)
+    pl = plse_ptr + tile * NUM_SPLITS * ROWS
+    pp = part_ptr + tile * NUM_SPLITS * (ROWS * BLOCK_D)
+    m = tl.full([NCOLS], float("-inf"), dtype=tl.float32)
+    total = tl.zeros([NCOLS], dtype=tl.float32)
+    acc = tl.zeros([NCOLS], dtype=tl.float32)
+    for s0 in range(0, NUM_SPLITS, SPLIT_CHUNK):
+        sc = s0 + tl.arange(0, SPLIT_CHUNK)
+        mask = (sc < NUM_SPLITS)[:, None] & ok[None, :]
+        l = tl.load(pl + sc[:, None] * ROWS + r[None, :], mask=mask, other=float("-inf"), cache_modifier=".cg")
+        p = tl.load(pp + sc[:, None] * (ROWS * BLOCK_D) + c[None, :], mask=mask, other=0.0, cache_modifier=".cg")
+        m_new = tl.maximum(m, tl.max(l, 0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # no split saw the row yet
+        alpha = tl.math.exp2(m - m_safe)
+        w = tl.math.exp2(l - m_safe[None, :])
+        acc = acc * alpha + tl.sum(w * p, 0)
+        total = total * alpha + tl.sum(w, 0)
+        m = m_new
+    seen = total > 0.0
+    acc = acc / tl.where(seen, total, 1.0)
+    head = kv_head * GROUP + r % GROUP
+    row_off = batch * stride_ob + head * stride_oh + (q_start + pos) * stride_om
+    tl.store(out_ptr + row_off + d * stride_od, acc.to(out_ptr.dtype.element_ty), mask=ok)
+    if WRITE_LSE:
+        lse = tl.where(seen, (m + tl.math.log2(tl.where(seen, total, 1.0))) * 0.6931471805599453, float("-inf"))
+        tl.store(lse_ptr + batch * stride_lb + head * stride_lh + (q_start + pos) * stride_lm, lse,
+                 mask=ok & (d == 0))
+
+
+@triton.jit
+def _decode_fwd(
+    out_ptr, stride_ob, stride_oh, stride_om, stride_od,
+    lse_ptr, stride_lb, stride_lh, stride_lm,
+    q_ptr, stride_qb, stride_qh, stride_qm, stride_qd,
+    k_ptr, stride_kb, stride_kh, stride_kn, stride_kd,
+    v_ptr, stride_vb, stride_vh, stride_vn, stride_vd,
+    part_ptr, plse_ptr, count_ptr, cu_q_ptr, cu_k_ptr,
+    num_kv_heads, seqlen_q, seqlen_k, qk_scale, NUM_SPLITS,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr, ROWS: tl.constexpr,
+    VARLEN: tl.constexpr, WRITE_LSE: tl.constexpr, FUSED_MERGE: tl.constexpr,
+    MERGE_COLS: tl.constexpr, SPLIT_CHUNK: tl.constexpr, LAUNCH_DEPENDENTS: tl.constexpr,
+    DOT_IN_FP32: tl.constexpr, EVEN_D: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """Few query rows (decode, short chunks: Sq·GROUP ≤ BLOCK_M ≤ 64) over many keys.
+
+    One program per (key split, sequence·kv head): its rows are all the query heads of the kv head
+    at all Sq positions (row r: position r // GROUP, head kv_head·GROUP + r % GROUP), so every K/V
+    tile is read once per kv head. Each split writes its partial (O normalised, base-2 LSE) to
+    part/plse for _merge_splits; with FUSED_MERGE the split that arrives last at the tile's counter
+    merges them in this launch instead and sets the counter back to 0 (one launch in all).
+    LAUNCH_DEPENDENTS lets a merge kernel launched with programmatic dependent launch start early.
+    """
+    split = tl.program_id(0)
+    pid_bh = tl.program_id(1).to(tl.int64)
+    batch = pid_bh // num_kv_heads
+    kv_head = pid_bh % num_kv_heads
+    if LAUNCH_DEPENDENTS:  # programmatic dependent launch: the merge kernel may start to wait now
+        tl.extra.cuda.gdc_launch_dependents()
+    if VARLEN:
+        q_start = tl.load(cu_q_ptr + batch).to(tl.int64)
+        len_q = tl.load(cu_q_ptr + batch + 1).to(tl.int64) - q_start
+        k_start = tl.load(cu_k_ptr + batch).to(tl.int64)
+        len_k = tl.load(cu_k_ptr + batch + 1).to(tl.int64) - k_start
+    else:
+        q_start = 0
+        len_q = seqlen_q
+        k_start = 0
+        len_k = seqlen_k
+    if len_q == 0:  # an empty sequence: every split of the tile leaves, nothing to merge
+        return
+    shift = len_k - len_q
+
+    rows = tl.arange(0, BLOCK_M)
+    pos = rows // GROUP
+    head = kv_head * GROUP + rows % GROUP
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_D)
+    mask_d = offs_d < HEAD_DIM
+    row_ok = pos < len_q
+
+    q_rows = q_ptr + batch * stride_qb + head * stride_qh + (q_start + pos) * stride_qm
+    k_base = k_ptr + batch * stride_kb + kv_head * stride_kh + k_start * stride_kn
+    v_base = v_ptr + batch * stride_vb + kv_head * stride_vh + k_start * stride_vn
+    q = tl.load(q_rows[:, None] + offs_d[None, :] * stride_qd, mask=row_ok[:, None] & mask_d[None, :], other=0.0)
+    if DOT_IN_FP32:
+        q = q.to(tl.float32)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+
+    # keys [0, n_full) are visible to every row; [n_full, n_end) need the mask; this split takes
+    # an equal share of whole key blocks of [0, n_end)
+    n_end = tl.maximum(0, tl.minimum(len_k, len_q + shift))
+    n_full = tl.maximum(0, (shift + 1) // BLOCK_N * BLOCK_N)
+    n_full = tl.minimum(n_full, n_end // BLOCK_N * BLOCK_N)
+    per_split = tl.cdiv(tl.cdiv(n_end, BLOCK_N), NUM_SPLITS) * BLOCK_N
+    lo = split * per_split
+    hi = tl.minimum(n_end, lo + per_split)
+
+    for start_n in range(lo, tl.minimum(hi, n_full), BLOCK_N):
+        cols = start_n + offs_n
+        if EVEN_D:
+            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd)
+        else:
+            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                        mask=mask_d[None, :], other=0.0)
+        if DOT_IN_FP32:
+            k = k.to(tl.float32)
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        p = tl.math.exp2(s * qk_scale - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if EVEN_D:
+            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd)
+        else:
+            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                        mask=mask_d[None, :], other=0.0)
+        if DOT_IN_FP32:
+            v = v.to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        m_i = m_new
+
+    for start_n in range(tl.maximum(lo, n_full), hi, BLOCK_N):
+        cols = start_n + offs_n
+        col_ok = cols < len_k
+        k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                    mask=col_ok[:, None] & mask_d[None, :], other=0.0)
+        if DOT_IN_FP32:
+            k = k.to(tl.float32)
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+        visible = (cols[None, :] <= pos[:, None] + shift) & col_ok[None, :]
+        s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.math.exp2(s - m_safe[:, None])
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=col_ok[:, None] & mask_d[None, :], other=0.0)
+        if DOT_IN_FP32:
+            v = v.to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        m_i = m_new
+
+    seen = l_i > 0.0
+    acc = acc / tl.where(seen, l_i, 1.0)[:, None]
+    lse2 = tl.where(seen, m_i + tl.math.log2(tl.where(seen, l_i, 1.0)), float("-inf"))
+    keep = row_ok & (rows < ROWS)
+    base = pid_bh * NUM_SPLITS + split
+    tl.store(part_ptr + (base * ROWS + rows[:, None]) * BLOCK_D + offs_d[None, :], acc,
+             mask=keep[:, None] & mask_d[None, :])
+    tl.store(plse_ptr + base * ROWS + rows, lse2, mask=keep)
+    if FUSED_MERGE:
+        # every thread's partial stores happen before the barrier; the counter's acq_rel atomic
+        # (one thread, gpu scope) then publishes them, as CUTLASS's semaphore does
+        tl.debug_barrier()
+        ticket = tl.atomic_add(count_ptr + pid_bh, 1, sem="acq_rel", scope="gpu")
+        if ticket == NUM_SPLITS - 1:
+            tl.atomic_xchg(count_ptr + pid_bh, 0, sem="relaxed", scope="gpu")  # ready for the next call
+            for col0 in range(0, ROWS * BLOCK_D, MERGE_COLS):
+                _merge_tile(out_ptr, stride_ob, stride_oh, stride_om, stride_od,
+                            lse_ptr, stride_lb, stride_lh, stride_lm,
+                            part_ptr, plse_ptr, pid_bh, batch, kv_head, q_start, len_q, NUM_SPLITS, col0,
+                            HEAD_DIM, BLOCK_D, GROUP, ROWS, MERGE_COLS, SPLIT_CHUNK, WRITE_LSE)
+
+@triton.jit
+def _merge_splits(
+    out_ptr, stride_ob, stride_oh, stride_om, stride_od,
+    lse_ptr, stride_lb, stride_lh, stride_lm,
+    part_ptr, plse_ptr, cu_q_ptr, num_kv_heads, seqlen_q, NUM_SPLITS,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr, ROWS: tl.constexpr,
+    SPLIT_CHUNK: tl.constexpr, WRITE_LSE: tl.constexpr, VARLEN: tl.constexpr, WAIT_PRIMARY: tl.constexpr,
+):
+    """The separate merge: one program per (sequence·kv head, query row of the tile)."""
+    if WAIT_PRIMARY:  # launched with programmatic dependent launch: wait for _decode_fwd's writes
+        tl.extra.cuda.gdc_wait()
+    tile = tl.program_id(0).to(tl.int64)
+    row = tl.program_id(1)
+    batch = tile // num_kv_heads
+    kv_head = tile % num_kv_heads
+    if VARLEN:
+        q_start = tl.load(cu_q_ptr + batch).to(tl.int64)
+        len_q = tl.load(cu_q_ptr + batch + 1).to(tl.int64) - q_start
+    else:
+        q_start = 0
+        len_q = seqlen_q
+    _merge_tile(out_ptr, stride_ob, stride_oh, stride_om, stride_od,
+                lse_ptr, stride_lb, stride_lh, stride_lm,
+                part_ptr, plse_ptr, tile, batch, kv_head, q_start, len_q, NUM_SPLITS, row * BLOCK_D,
+                HEAD_DIM, BLOCK_D, GROUP, ROWS, BLOCK_D, SPLIT_CHUNK, WRITE_LSE)
+
+
+@triton.jit
+def _prefill_tma_fwd(
+    q_desc, k_desc, v_desc, o_desc,
+    lse_ptr, stride_lb, stride_lh, stride_lm,
+    num_q_heads, seqlen_q, seqlen_k, qk_scale,
+    HEAD_DIM: tl.constexpr, GROUP: tl.constexpr, WRITE_LSE: tl.constexpr, WARP_SPECIALIZE: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):
+    """Hopper variant for many query rows (prefill chunks): Q, K, V and O move through tensor-memory
+    -accelerator descriptors over [B·H, S, D] (a box past S reads zeros and stores nothing), and the
+    unmasked key loop may be warp-specialised (producer warps issue the copies). One program per
+    (query block, batch·query head), heaviest blocks first; key ranges as in _causal_trim_fwd."""
+    pid_m = tl.cdiv(seqlen_q, BLOCK_M) - 1 - tl.program_id(0)
+    pid_bh = tl.program_id(1)
+    batch = pid_bh // num_q_heads
+    head = pid_bh % num_q_heads
+    kv_bh = batch * (num_q_heads // GROUP) + head // GROUP
+    shift = seqlen_k - seqlen_q
+    m0 = pid_m * BLOCK_M
+    pos = m0 + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    q = q_desc.load([pid_bh, m0, 0]).reshape(BLOCK_M, HEAD_DIM)
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    last_pos = tl.minimum(seqlen_q - 1, m0 + BLOCK_M - 1)
+    n_end = tl.maximum(0, tl.minimum(seqlen_k, last_pos + 1 + shift))
+    n_full = tl.maximum(0, (m0 + shift + 1) // BLOCK_N * BLOCK_N)
+    n_full = tl.minimum(n_full, n_end // BLOCK_N * BLOCK_N)
+
+    for start_n in tl.range(0, n_full, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
+        k = k_desc.load([kv_bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        s = tl.dot(q, tl.trans(k))
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        p = tl.math.exp2(s * qk_scale - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = v_desc.load([kv_bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+
+    for start_n in range(n_full, n_end, BLOCK_N):
+        cols = start_n + offs_n
+        k = k_desc.load([kv_bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        s = tl.dot(q, tl.trans(k)) * qk_scale
+        visible = (cols[None, :] <= pos[:, None] + shift) & (cols < seqlen_k)[None, :]
+        s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
+        p = tl.math.exp2(s - m_safe[:, None])
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = v_desc.load([kv_bh, start_n, 0]).reshape(BLOCK_N, HEAD_DIM)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v)
+        m_i = m_new
+
+    seen = l_i > 0.0
+    acc = acc / tl.where(seen, l_i, 1.0)[:, None]
+    o_desc.store([pid_bh, m0, 0], acc.to(q.dtype).reshape(1, BLOCK_M, HEAD_DIM))
+    if WRITE_LSE:
+        lse2 = tl.where(seen, m_i + tl.math.log2(tl.where(seen, l_i, 1.0)), float("-inf"))
+        tl.store(lse_ptr + batch * stride_lb + head * stride_lh + pos * stride_lm, lse2 * 0.6931471805599453,
+                 mask=pos < seqlen_q)
+
+
 def _bucket(n: int) -> int:
     """Autotuning key for a length: its power-of-two bucket (one tuning per bucket)."""
     return triton.next_power_of_2(max(1, n))
@@ -302,7 +580,26 @@ def causal_attention(
     without D) when ``return_lse``. ``num_splits`` splits each row block's keys over several
     programs merged by a second kernel (flash-decoding); by default it is chosen for short query
     blocks over long key ranges, where one program per kv head would leave the GPU idle.
+
+    Few query rows per kv head (Sq · Hq/Hk ≤ 64: decode, speculative decoding, short chunks) over
+    keys worth splitting take :func:`_decode_fwd`: all the query heads of a kv head in one program,
+    the keys split so that about two programs run on every multiprocessor (from the SM count and
+    the key length), the splits merged by :func:`_merge_splits`, launched on Hopper with
+    programmatic dependent launch so it waits on the GPU instead of behind the first kernel.
     """
+    return _attention(q, k, v, sm_scale=sm_scale, return_lse=return_lse, cu_seqlens_q=cu_seqlens_q,
+                      cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+                      num_splits=num_splits)
+
+
+def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, cu_seqlens_k=None,
+               max_seqlen_q=None, max_seqlen_k=None, num_splits=None, decode: dict | None = None,
+               prefill: dict | None = None):
+    """:func:`causal_attention`, with the benchmark's overrides. ``decode``: ``mode`` ("pdl",
+    "separate", "fused", or "legacy" for the autotuned kernel), ``splits``, ``programs_per_sm``,
+    ``block_n``, ``num_warps``, ``num_stages``. ``prefill``: ``use`` (True takes the Hopper
+    descriptor kernel, which is never the default), ``block_m``, ``block_n``, ``num_warps``,
+    ``num_stages``, ``warp_specialize``."""
     varlen = cu_seqlens_q is not None
     if varlen != (cu_seqlens_k is not None):
         raise ValueError("pass both cu_seqlens_q and cu_seqlens_k, or neither")
@@ -369,12 +666,27 @@ def causal_attention(
         return (out, lse.fill_(float("-inf"))) if return_lse else out
     group = hq // hk
     max_rows = max_seqlen_q * group
-    splits = num_splits or _default_splits(q.device, max_rows, max_seqlen_k, batch * hk)
     block_d = max(16, triton.next_power_of_2(d))
     common = dict(HEAD_DIM=d, BLOCK_D=block_d, GROUP=group, VARLEN=varlen, EVEN_D=block_d == d,
                   # fp32 inputs get fp32 products (not TF32): a float32 model must match itself
                   DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
                   DOT_IN_FP32=q.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1")
+    decode = decode or {}
+    if max_rows <= DECODE_MAX_ROWS and decode.get("mode") != "legacy":
+        bn = _decode_config(block_d, q.element_size(), decode)["BLOCK_N"]
+        splits = num_splits or decode.get("splits") or _decode_splits(
+            q.device, batch * hk, max_seqlen_k, bn, decode.get("programs_per_sm", 2))
+        if splits > 1:
+            _launch_decode(out, o_strides, lse, l_strides, q, q_strides, k, k_strides, v, v_strides, cu_q, cu_k,
+                           batch, hk, seqlen_q, seqlen_k, max_rows, splits, scale, return_lse, decode, common)
+            return (out, lse) if return_lse else out
+        # enough tiles for one program each (batch 64 with 8 kv heads): the autotuned kernel below,
+        # which measured at least as fast as _decode_fwd with one split on the H200
+        num_splits = 1
+    if num_splits in (None, 1) and _use_prefill_tma(q, k, v, out, varlen, seqlen_q, seqlen_k, prefill or {}):
+        _launch_prefill_tma(out, lse, l_strides, q, k, v, scale, return_lse, group, prefill or {})
+        return (out, lse) if return_lse else out
+    splits = num_splits or _default_splits(q.device, max_rows, max_seqlen_k, batch * hk)
 
     def grid(meta):
         return (triton.cdiv(max_rows, meta["BLOCK_M"]), batch * hk, splits)
@@ -408,6 +720,138 @@ def causal_attention(
         hq, splits, HEAD_DIM=d, BLOCK_D=block_d, WRITE_LSE=return_lse,
     )
     return (out, lse) if return_lse else out
+
+
+DECODE_MAX_ROWS = 64  # query rows per kv head (Sq · Hq/Hk) up to which _decode_fwd is used
+_COUNTERS: dict = {}  # (device, stream) -> int32 tile counters of the fused merge, kept at 0 between calls
+_COUNTERS_KEPT: list = []  # every counter buffer ever handed out: a captured CUDA graph may still use it
+
+
+def _split_counters(device: torch.device, n: int) -> torch.Tensor:
+    """Zeroed int32 counters for the fused merge, one per tile; each launch leaves them at 0 again.
+
+    One buffer per stream, so launches that may overlap (two streams) never share a counter.
+    Buffers are never freed: a CUDA graph captured with one replays its address.
+    """
+    stream = torch.cuda.current_stream(device).cuda_stream if device.type == "cuda" else 0
+    key = (str(device), stream)
+    buf = _COUNTERS.get(key)
+    if buf is None or buf.numel() < n:
+        buf = torch.zeros(max(4096, triton.next_power_of_2(n)), dtype=torch.int32, device=device)
+        _COUNTERS[key] = buf
+        _COUNTERS_KEPT.append(buf)
+    return buf
+
+
+def _decode_config(block_d: int, elem_size: int, decode: dict) -> dict:
+    """Key block, warps and pipeline depth of _decode_fwd: 64 keys, 4 warps, 3 stages, shrunk until
+    the K and V stages fit in 160 KB of shared memory (measured best or tied on the H200 among
+    32/64/128 keys and 2-4 stages; bench/results/attention-decode-h200-2026-12-01.md)."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return {"BLOCK_N": 16, "num_warps": 1, "num_stages": 1}
+    bn, stages = decode.get("block_n", 64), decode.get("num_stages", 3)
+    while stages * bn * block_d * elem_size * 2 > 160 * 1024 and (stages > 2 or bn > 16):
+        if stages > 2:
+            stages -= 1
+        else:
+            bn //= 2
+    return {"BLOCK_N": bn, "num_warps": decode.get("num_warps", 4), "num_stages": stages}
+
+
+def _decode_splits(device: torch.device, tiles: int, max_seqlen_k: int, block_n: int, programs_per_sm: int = 2) -> int:
+    """Key splits per tile so that tiles × splits fills about one wave (programs_per_sm programs on
+    every multiprocessor), each split at least 256 keys, and whole key blocks shared out evenly."""
+    if device.type != "cuda" or max_seqlen_k < 512:
+        return 1
+    slots = torch.cuda.get_device_properties(device).multi_processor_count * programs_per_sm
+    want = min(slots // max(1, tiles), triton.cdiv(max_seqlen_k, 256), 64)
+    if want <= 1:
+        return 1
+    blocks = triton.cdiv(max_seqlen_k, block_n)
+    return triton.cdiv(blocks, triton.cdiv(blocks, want))  # no split left empty
+
+
+def _launch_decode(out, o_strides, lse, l_strides, q, q_strides, k, k_strides, v, v_strides, cu_q, cu_k,
+                   batch, hk, seqlen_q, seqlen_k, max_rows, splits, scale, return_lse, decode, common):
+    """_decode_fwd over (splits, tiles), then the merge. Default merge: a second kernel launched
+    with programmatic dependent launch on Hopper (it is resident and waiting when the splits end),
+    a plain second launch elsewhere. ``mode="fused"`` (the last split merges, one launch) is kept as
+    an option: on the H200 it measured slower at batch 1 (bench/results/attention-decode-h200-2026-12-01.md)."""
+    tiles = batch * hk
+    cfg = _decode_config(common["BLOCK_D"], q.element_size(), decode)
+    mode = decode.get("mode") or ("pdl" if _has_pdl(q.device) else "separate")
+    rows = triton.next_power_of_2(max_rows)
+    d, block_d = common["HEAD_DIM"], common["BLOCK_D"]
+    kind = {"fused": 2, "separate": 1, "pdl": 1}[mode]
+    # the merge takes MERGE_COLS columns (rows × D) at a time, SPLIT_CHUNK splits per load: about
+    # 8192 fp32 values in flight (64 registers a thread at 4 warps)
+    cols = min(rows * block_d, 2048) if kind == 2 else block_d
+    chunk = max(1, min(triton.next_power_of_2(splits), 8192 // cols))
+    part = torch.empty((tiles, splits, rows, block_d), dtype=torch.float32, device=q.device)
+    plse = torch.empty((tiles, splits, rows), dtype=torch.float32, device=q.device)
+    counters = _split_counters(q.device, tiles) if kind == 2 else cu_q
+    pdl = mode == "pdl"
+    _decode_fwd[(splits, tiles)](
+        out, *o_strides, lse, *l_strides,
+        q, *q_strides, k, *k_strides, v, *v_strides,
+        part, plse, counters, cu_q, cu_k,
+        hk, seqlen_q, seqlen_k, scale * LOG2E, splits,
+        ROWS=rows, WRITE_LSE=return_lse, FUSED_MERGE=kind == 2, MERGE_COLS=cols, SPLIT_CHUNK=chunk,
+        LAUNCH_DEPENDENTS=pdl, BLOCK_M=max(16, rows), **common, **cfg,
+    )
+    if kind == 1:
+        extra = {"launch_pdl": True} if pdl else {}
+        _merge_splits[(tiles, max_rows)](
+            out, *o_strides, lse, *l_strides, part, plse, cu_q, hk, seqlen_q, splits,
+            HEAD_DIM=d, BLOCK_D=block_d, GROUP=common["GROUP"], ROWS=rows,
+            SPLIT_CHUNK=chunk, WRITE_LSE=return_lse, VARLEN=common["VARLEN"], WAIT_PRIMARY=pdl,
+            num_warps=4, **extra,
+        )
+
+
+def _has_pdl(device: torch.device) -> bool:
+    """Programmatic dependent launch: compute capability 9.0 or newer, not the CPU interpreter."""
+    if device.type != "cuda" or os.environ.get("TRITON_INTERPRET") == "1":
+        return False
+    return torch.cuda.get_device_capability(device)[0] >= 9
+
+
+def _use_prefill_tma(q, k, v, out, varlen, seqlen_q, seqlen_k, prefill) -> bool:
+    """The Hopper descriptor path, on request only (``prefill={"use": True}``): sm_90, fp16/bf16,
+    D 64 or 128, batched, [B, H] mergeable into one 16-byte-aligned dimension for every tensor.
+    Not the default: on the H200 (2026-12-01) its best configuration ran chunked prefill (q 512
+    over k 8192) at 460 TFLOP/s against 470 for the autotuned _causal_trim_fwd, with or without
+    warp specialisation (bench/results/attention-decode-h200-2026-12-01.md)."""
+    if not prefill.get("use") or varlen or os.environ.get("TRITON_INTERPRET") == "1" or q.device.type != "cuda":
+        return False
+    if q.dtype not in (torch.float16, torch.bfloat16) or q.shape[-1] not in (64, 128):
+        return False
+    if torch.cuda.get_device_capability(q.device)[0] != 9:
+        return False
+    for t in (q, k, v, out):
+        if t.stride(3) != 1 or t.stride(0) != t.shape[1] * t.stride(1) or t.data_ptr() % 16:
+            return False
+        if (t.stride(1) * t.element_size()) % 16 or (t.stride(2) * t.element_size()) % 16:
+            return False
+    return True
+
+
+def _launch_prefill_tma(out, lse, l_strides, q, k, v, scale, return_lse, group, prefill):
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    b, hq, sq, d = q.shape
+    hk, sk = k.shape[1], k.shape[2]
+    bm, bn = prefill.get("block_m", 128), prefill.get("block_n", 128 if d <= 64 else 64)
+
+    def desc(t, h, s, rows):
+        return TensorDescriptor(t, [b * h, s, d], [t.stride(1), t.stride(2), 1], [1, rows, d])
+
+    _prefill_tma_fwd[(triton.cdiv(sq, bm), b * hq)](
+        desc(q, hq, sq, bm), desc(k, hk, sk, bn), desc(v, hk, sk, bn), desc(out, hq, sq, bm),
+        lse, *l_strides, hq, sq, sk, scale * LOG2E,
+        HEAD_DIM=d, GROUP=group, WRITE_LSE=return_lse, WARP_SPECIALIZE=prefill.get("warp_specialize", False),
+        BLOCK_M=bm, BLOCK_N=bn, num_warps=prefill.get("num_warps", 8), num_stages=prefill.get("num_stages", 3),
+    )
 
 
 def _default_splits(device: torch.device, max_rows: int, max_seqlen_k: int, programs_per_block: int) -> int:

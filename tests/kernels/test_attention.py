@@ -204,3 +204,87 @@ def test_bad_varlen_offsets_are_refused():
                          cu_seqlens_k=torch.tensor([0, 5, 12], dtype=torch.int32))
     with pytest.raises(ValueError):
         causal_attention(q, k, k[:11], cu_seqlens_q=ok_q, cu_seqlens_k=torch.tensor([0, 5, 11], dtype=torch.int32))
+
+
+# ---- the short-query path (_decode_fwd): all query heads of a kv head in one program, keys split,
+#      splits merged by a second kernel (the default) or by the last split to arrive ("fused") -----
+
+from sits_doctor.kernels import attention as attention_module  # noqa: E402
+
+
+@pytest.mark.parametrize("mode", ["fused", "separate"])
+@pytest.mark.parametrize(
+    "b, hq, hk, sq, sk, d, splits",
+    [
+        (3, 8, 2, 1, 4097, 64, 5),   # decode, odd key length, batch 3, GQA 4
+        (2, 8, 8, 1, 301, 32, 3),    # GQA 1
+        (1, 16, 2, 1, 130, 64, 4),   # GQA 8
+        (2, 16, 4, 5, 301, 32, 6),   # 5 queries over 301 keys (speculative decoding): rows 20
+        (1, 4, 4, 3, 2, 16, 2),      # q_len > k_len: the first query sees nothing; a split is empty
+        (3, 32, 8, 2, 77, 128, 1),   # one split: handed to the autotuned kernel
+    ],
+)
+def test_decode_path_matches_reference(b, hq, hk, sq, sk, d, splits, mode):
+    for dtype in (torch.float32, torch.bfloat16):
+        q = torch.randn(b, hq, sq, d, dtype=dtype)
+        k = torch.randn(b, hk, sk, d, dtype=dtype)
+        v = torch.randn(b, hk, sk, d, dtype=dtype)
+        out, lse = attention_module._attention(q, k, v, return_lse=True, num_splits=splits, decode={"mode": mode})
+        ref, ref_lse = causal_attention_reference(q, k, v)
+        assert_close(out, ref, dtype, f"output {dtype}")
+        assert torch.equal(torch.isneginf(lse), torch.isneginf(ref_lse))
+        assert_close(lse, ref_lse, torch.float32, f"lse {dtype}")
+
+
+def test_decode_path_varlen_fused_merge_leaves_counters_at_zero():
+    q_lens, k_lens = [1, 0, 3, 1, 2], [40, 3, 1, 65, 129]  # an empty sequence; rows that see nothing
+    hq, hk, d = 8, 2, 32
+    cu_q = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)), dtype=torch.int32)
+    cu_k = torch.tensor([0] + list(torch.tensor(k_lens).cumsum(0)), dtype=torch.int32)
+    q = torch.randn(int(cu_q[-1]), hq, d)
+    k = torch.randn(int(cu_k[-1]), hk, d)
+    v = torch.randn(int(cu_k[-1]), hk, d)
+    ref, ref_lse = causal_attention_reference(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    for _ in range(2):  # a second call must find the counters reset by the first
+        out, lse = attention_module._attention(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, return_lse=True,
+                                               num_splits=3, decode={"mode": "fused"})
+        assert_close(out, ref, torch.float32, "output")
+        assert torch.equal(torch.isneginf(lse), torch.isneginf(ref_lse))
+        assert_close(lse, ref_lse, torch.float32, "lse")
+    assert all(int(c.abs().sum()) == 0 for c in attention_module._COUNTERS_KEPT)
+
+
+def test_decode_is_the_default_for_few_rows_and_legacy_agrees():
+    """Sq·GROUP ≤ 64 with splits takes the new path by default; the old split kernel agrees."""
+    q = torch.randn(2, 16, 2, 64)
+    k = torch.randn(2, 4, 90, 64)
+    v = torch.randn(2, 4, 90, 64)
+    new = causal_attention(q, k, v, num_splits=3)
+    old = attention_module._attention(q, k, v, num_splits=3, decode={"mode": "legacy"})
+    assert_close(new, old, torch.float32, "new vs legacy")
+
+
+def test_decode_splits_fill_one_wave(monkeypatch):
+    """Splits from the multiprocessor count and key length: about 2 programs per SM, ≥256 keys each,
+    whole key blocks shared out so that no split is empty."""
+    class Props:
+        multi_processor_count = 132
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: Props())
+    dev = torch.device("cuda")
+    assert attention_module._decode_splits(dev, 8, 8192, 64) == 32      # B=1, Hk=8: 256 programs
+    assert attention_module._decode_splits(dev, 64, 8192, 64) == 4      # B=8: 256 programs
+    assert attention_module._decode_splits(dev, 512, 8192, 64) == 1     # B=64: already 2 waves
+    assert attention_module._decode_splits(dev, 8, 1000, 64) == 4       # ≥256 keys a split
+    assert attention_module._decode_splits(torch.device("cpu"), 8, 8192, 64) == 1
+    for tiles, keys in ((8, 4097), (24, 32768), (3, 777)):
+        n = attention_module._decode_splits(dev, tiles, keys, 64)
+        blocks = -(-keys // 64)
+        per = -(-blocks // n)
+        assert (n - 1) * per < blocks  # the last split has keys
+
+
+def test_hopper_prefill_path_is_not_taken_on_the_cpu():
+    q = torch.randn(1, 2, 16, 64)
+    k = torch.randn(1, 2, 64, 64)
+    assert not attention_module._use_prefill_tma(q, k, k, q, False, 16, 64, {"use": True})
