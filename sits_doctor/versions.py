@@ -101,6 +101,9 @@ def installed(framework: str) -> str | None:
         return None
 
 
+INSTALLED_SOURCE = "installed package"  # Target.source when the installed framework decides (a prefix)
+
+
 def resolve(plan: Plan, requested: dict[str, tuple[str, str]]) -> Target:
     """``requested`` maps a framework to (version, where it was requested)."""
     framework: Framework = plan.framework
@@ -119,7 +122,7 @@ def resolve(plan: Plan, requested: dict[str, tuple[str, str]]) -> Target:
             return Target(framework=framework, version=_TAG.match(stated).group(1), source=f"engine config version ({plan.get('version').prov})")
     found_installed = installed(framework)
     if found_installed:
-        return Target(framework=framework, version=found_installed, source="installed package")
+        return Target(framework=framework, version=found_installed, source=INSTALLED_SOURCE)
     why = "nothing pins the version"
     if plan.image is not None and plan.image.templated:
         why = f"the image comes from a template or a variable ({plan.image.prov})"
