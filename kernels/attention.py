@@ -136,11 +136,16 @@ def _causal_trim_fwd(
     split = tl.program_id(2).to(tl.int64)
     batch = pid_bh // num_kv_heads
     kv_head = pid_bh % num_kv_heads
-    if VARLEN:
+    if VARLEN == 1:  # packed rows, cu_seqlens
         q_start = tl.load(cu_q_ptr + batch).to(tl.int64)
         len_q = tl.load(cu_q_ptr + batch + 1).to(tl.int64) - q_start
         k_start = tl.load(cu_k_ptr + batch).to(tl.int64)
         len_k = tl.load(cu_k_ptr + batch + 1).to(tl.int64) - k_start
+    elif VARLEN == 2:  # a padded batch: [start, end) of each sequence's rows
+        q_start = tl.load(cu_q_ptr + 2 * batch).to(tl.int64)
+        len_q = tl.load(cu_q_ptr + 2 * batch + 1).to(tl.int64) - q_start
+        k_start = tl.load(cu_k_ptr + 2 * batch).to(tl.int64)
+        len_k = tl.load(cu_k_ptr + 2 * batch + 1).to(tl.int64) - k_start
     else:
         q_start = 0
         len_q = seqlen_q
@@ -354,11 +359,16 @@ def _decode_fwd(
     kv_head = pid_bh % num_kv_heads
     if LAUNCH_DEPENDENTS:  # programmatic dependent launch: the merge kernel may start to wait now
         tl.extra.cuda.gdc_launch_dependents()
-    if VARLEN:
+    if VARLEN == 1:  # packed rows, cu_seqlens
         q_start = tl.load(cu_q_ptr + batch).to(tl.int64)
         len_q = tl.load(cu_q_ptr + batch + 1).to(tl.int64) - q_start
         k_start = tl.load(cu_k_ptr + batch).to(tl.int64)
         len_k = tl.load(cu_k_ptr + batch + 1).to(tl.int64) - k_start
+    elif VARLEN == 2:  # a padded batch: [start, end) of each sequence's rows
+        q_start = tl.load(cu_q_ptr + 2 * batch).to(tl.int64)
+        len_q = tl.load(cu_q_ptr + 2 * batch + 1).to(tl.int64) - q_start
+        k_start = tl.load(cu_k_ptr + 2 * batch).to(tl.int64)
+        len_k = tl.load(cu_k_ptr + 2 * batch + 1).to(tl.int64) - k_start
     else:
         q_start = 0
         len_q = seqlen_q
@@ -478,9 +488,12 @@ def _merge_splits(
     row = tl.program_id(1)
     batch = tile // num_kv_heads
     kv_head = tile % num_kv_heads
-    if VARLEN:
+    if VARLEN == 1:
         q_start = tl.load(cu_q_ptr + batch).to(tl.int64)
         len_q = tl.load(cu_q_ptr + batch + 1).to(tl.int64) - q_start
+    elif VARLEN == 2:
+        q_start = tl.load(cu_q_ptr + 2 * batch).to(tl.int64)
+        len_q = tl.load(cu_q_ptr + 2 * batch + 1).to(tl.int64) - q_start
     else:
         q_start = 0
         len_q = seqlen_q
@@ -573,8 +586,20 @@ def causal_attention(
     max_seqlen_q: int | None = None,
     max_seqlen_k: int | None = None,
     num_splits: int | None = None,
+    seq_bounds_q: torch.Tensor | None = None,
+    seq_bounds_k: torch.Tensor | None = None,
+    out: torch.Tensor | None = None,
 ):
     """Bottom-right causal attention; see the module docstring for shapes.
+
+    Padded batches (batched layout only): ``seq_bounds_q`` / ``seq_bounds_k`` (int [B, 2], on the
+    device) give each sequence's rows as ``[start, end)`` of the query / key dimension; rows outside
+    are neither read nor written, and the bottom-right rule applies to the rows inside (query
+    ``start_q + i`` sees keys ``start_k .. start_k + i + (len_k - len_q)``). A left-padded prompt of
+    length n in a batch padded to S has bounds ``[S - n, S)`` for both. The output's rows outside
+    the bounds are zero (when ``out`` is not given). ``out``: a tensor of q's shape and dtype to
+    write into, any strides (e.g. the transpose of a [B, Sq, Hq, D] buffer); with bounds, the caller
+    zeroes it.
 
     Returns O (a new contiguous tensor, q's layout and dtype), and LSE (float32, q's shape
     without D) when ``return_lse``. ``num_splits`` splits each row block's keys over several
@@ -589,12 +614,20 @@ def causal_attention(
     """
     return _attention(q, k, v, sm_scale=sm_scale, return_lse=return_lse, cu_seqlens_q=cu_seqlens_q,
                       cu_seqlens_k=cu_seqlens_k, max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
-                      num_splits=num_splits)
+                      num_splits=num_splits, seq_bounds_q=seq_bounds_q, seq_bounds_k=seq_bounds_k, out=out)
+
+
+def _bounds_arg(b: torch.Tensor | None, batch: int, device, name: str) -> torch.Tensor:
+    if b is None or b.shape != (batch, 2):
+        raise ValueError(f"{name} must be an integer tensor [B={batch}, 2] of [start, end) rows")
+    if b.is_floating_point() or b.dtype == torch.bool:
+        raise TypeError(f"{name} must be an integer tensor, got {b.dtype}")
+    return b.to(device=device, dtype=torch.int32).contiguous()
 
 
 def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, cu_seqlens_k=None,
                max_seqlen_q=None, max_seqlen_k=None, num_splits=None, decode: dict | None = None,
-               prefill: dict | None = None):
+               prefill: dict | None = None, seq_bounds_q=None, seq_bounds_k=None, out=None):
     """:func:`causal_attention`, with the benchmark's overrides. ``decode``: ``mode`` ("pdl",
     "separate", "fused", or "legacy" for the autotuned kernel), ``splits``, ``programs_per_sm``,
     ``block_n``, ``num_warps``, ``num_stages``. ``prefill``: ``use`` (True takes the Hopper
@@ -603,6 +636,9 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
     varlen = cu_seqlens_q is not None
     if varlen != (cu_seqlens_k is not None):
         raise ValueError("pass both cu_seqlens_q and cu_seqlens_k, or neither")
+    paired = seq_bounds_q is not None or seq_bounds_k is not None
+    if paired and varlen:
+        raise ValueError("seq_bounds_* are for the batched layout; cu_seqlens_* for packed rows")
     if q.dtype not in (torch.float16, torch.bfloat16, torch.float32):
         raise TypeError(f"unsupported dtype {q.dtype}")
     if not (q.dtype == k.dtype == v.dtype):
@@ -610,6 +646,8 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
     if not (q.device == k.device == v.device):
         raise ValueError("q, k and v must be on one device")
     if varlen:
+        if out is not None:
+            raise ValueError("out is supported for the batched layout only")
         if q.dim() != 3 or k.dim() != 3 or v.dim() != 3:
             raise ValueError("varlen q/k/v must be [T, H, D]")
         tq, hq, d = q.shape
@@ -649,10 +687,19 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
         _, hk, seqlen_k, _ = k.shape
         if k.shape[0] != batch or v.shape != k.shape:
             raise ValueError("k and v must be [B, Hk, Sk, D] with q's batch")
-        cu_q = cu_k = torch.empty(1, dtype=torch.int32, device=q.device)
-        max_seqlen_q, max_seqlen_k = seqlen_q, seqlen_k
-        out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+        if paired:
+            cu_q = _bounds_arg(seq_bounds_q, batch, q.device, "seq_bounds_q")
+            cu_k = _bounds_arg(seq_bounds_k, batch, q.device, "seq_bounds_k")
+        else:
+            cu_q = cu_k = torch.empty(1, dtype=torch.int32, device=q.device)
+        max_seqlen_q, max_seqlen_k = seqlen_q, seqlen_k  # upper bounds when paired: no device sync
+        if out is None:
+            out = (torch.zeros if paired else torch.empty)(q.shape, dtype=q.dtype, device=q.device)
+        elif out.shape != q.shape or out.dtype != q.dtype or out.device != q.device:
+            raise ValueError(f"out must have q's shape {tuple(q.shape)}, dtype and device")
         lse = torch.empty(q.shape[:-1], dtype=torch.float32, device=q.device)
+        if paired and return_lse:
+            lse.fill_(float("-inf"))
         q_strides, k_strides, v_strides = q.stride(), k.stride(), v.stride()
         o_strides, l_strides = out.stride(), lse.stride()
     if k.shape[-1] != d or v.shape[-1] != d:
@@ -667,7 +714,8 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
     group = hq // hk
     max_rows = max_seqlen_q * group
     block_d = max(16, triton.next_power_of_2(d))
-    common = dict(HEAD_DIM=d, BLOCK_D=block_d, GROUP=group, VARLEN=varlen, EVEN_D=block_d == d,
+    common = dict(HEAD_DIM=d, BLOCK_D=block_d, GROUP=group, VARLEN=1 if varlen else (2 if paired else 0),
+                  EVEN_D=block_d == d,
                   # fp32 inputs get fp32 products (not TF32): a float32 model must match itself
                   DOT_PRECISION="ieee" if q.dtype == torch.float32 else "tf32",
                   DOT_IN_FP32=q.dtype == torch.bfloat16 and os.environ.get("TRITON_INTERPRET") == "1")
@@ -683,10 +731,12 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
         # enough tiles for one program each (batch 64 with 8 kv heads): the autotuned kernel below,
         # which measured at least as fast as _decode_fwd with one split on the H200
         num_splits = 1
-    if num_splits in (None, 1) and _use_prefill_tma(q, k, v, out, varlen, seqlen_q, seqlen_k, prefill or {}):
+    if num_splits in (None, 1) and _use_prefill_tma(q, k, v, out, varlen or paired, seqlen_q, seqlen_k, prefill or {}):
         _launch_prefill_tma(out, lse, l_strides, q, k, v, scale, return_lse, group, prefill or {})
         return (out, lse) if return_lse else out
     splits = num_splits or _default_splits(q.device, max_rows, max_seqlen_k, batch * hk)
+    if paired:  # the split merge below writes every row; padded rows must stay untouched
+        splits = 1
 
     def grid(meta):
         return (triton.cdiv(max_rows, meta["BLOCK_M"]), batch * hk, splits)

@@ -410,6 +410,42 @@ def apply_rope_(
     return q, k
 
 
+_FAST_PARAMS: dict = {}
+
+
+def apply_rope_unchecked_(q, k, cache: RopeCache, position_ids):
+    """:func:`apply_rope_` without its argument checks, for a caller that has established them
+    once for the layout it keeps passing (the rope_hoist patch: the same model every call, so the
+    same dtypes, devices and [B, H, S, D] views). Saves the host time of ~20 checks per call,
+    which at decode (one token, 32 layers) is comparable to the kernel itself. Positions are not
+    range-checked (nor are they in apply_rope_ for GPU tensors)."""
+    B, Hq, S, D = q.shape
+    Hk = k.shape[1]
+    if B * S == 0:
+        return q, k
+    key = (Hq, Hk, cache.rotary_dim)
+    params = _FAST_PARAMS.get(key)
+    if params is None:
+        half = cache.rotary_dim // 2
+        block_i = triton.next_power_of_2(half)
+        bhq, bhk = _head_block(Hq, block_i), _head_block(Hk, block_i)
+        params = _FAST_PARAMS[key] = (half, block_i, bhq, bhk, _default_warps(bhq * block_i),
+                                      bhq >= Hq and bhk >= Hk)
+    half, block_i, bhq, bhk, warps, one_tile = params
+    pos_sb = position_ids.stride(0) if position_ids.shape[0] > 1 else 0
+    _rope_kernel[(B * S,)](
+        q, *q.stride(),
+        k, *k.stride(),
+        cache.cos, *cache.cos.stride(),
+        cache.sin, *cache.sin.stride(),
+        position_ids, pos_sb, position_ids.stride(1),
+        S, Hq, Hk, half,
+        BLOCK_HQ=bhq, BLOCK_HK=bhk, BLOCK_I=block_i, INTERLEAVED=False, ONE_TILE=one_tile,
+        num_warps=warps,
+    )
+    return q, k
+
+
 # --------------------------------------------------------------------------------------------
 # benchmark cases (timed by the lead in one GPU run)
 # --------------------------------------------------------------------------------------------

@@ -10,7 +10,9 @@ model's:
 ``Patch.error`` is the measured ``max |patched - reference| / max |reference|``. The probe is one
 forward without a cache (prefill, q_len == k_len), then the same ids split as a prefill over all
 but the last 4 tokens, a chunk of 3 tokens over that cache (q_len 3 < k_len: bottom-right
-alignment) and one decode token (q_len 1); the logits of all three are concatenated.
+alignment) and one decode token (q_len 1); then padded batches (:func:`padded_probe`: left and
+right padding without cache, left padding through prefill and one decode step, logits at padded
+positions excluded); the logits of all are concatenated.
 """
 
 from __future__ import annotations
@@ -145,22 +147,54 @@ def _returned_cache(out):
 
 
 @torch.no_grad()
-def run_probe(model, ids: torch.Tensor) -> torch.Tensor:
-    """Logits (fp32) of: a full forward without cache; then prefill ids[:, :-4], a 3-token chunk
-    over that cache, one decode token — concatenated along the sequence."""
+def run_probe(model, ids: torch.Tensor, *, padded: bool = True) -> torch.Tensor:
+    """Logits (fp32, flattened to [rows, vocab]) of: a full forward without cache; then prefill
+    ids[:, :-4], a 3-token chunk over that cache, one decode token; and, with ``padded``, the
+    padded probe of :func:`padded_probe` — concatenated."""
     full = _logits(model(input_ids=ids, use_cache=False)).float()
     s = ids.shape[1]
     if s < 6:
-        return full
+        return _flat([full])
     split = s - 4
     out = model(input_ids=ids[:, :split], use_cache=True)
     cache = _returned_cache(out)
     if cache is None:  # a model without a cache: the full forward is the probe
-        return full
+        return _flat([full])
     kw = _cache_kwarg(model)
     out2 = model(input_ids=ids[:, split:split + 3], use_cache=True, **{kw: cache})
     out3 = model(input_ids=ids[:, split + 3:split + 4], use_cache=True, **{kw: _returned_cache(out2) or cache})
-    return torch.cat([full, _logits(out).float(), _logits(out2).float(), _logits(out3).float()], dim=1)
+    parts = [full, _logits(out).float(), _logits(out2).float(), _logits(out3).float()]
+    if padded and s >= 8:
+        parts += padded_probe(model, ids)
+    return _flat(parts)
+
+
+def _flat(parts) -> torch.Tensor:
+    return torch.cat([p.reshape(-1, p.shape[-1]) for p in parts])
+
+
+@torch.no_grad()
+def padded_probe(model, ids: torch.Tensor) -> list[torch.Tensor]:
+    """Logits of padded batches built from ``ids`` (at least 2 rows; row 1 repeats row 0 when ids
+    has one): row 0 left-padded by S//3 tokens, row 1 right-padded by S//4, one forward without
+    cache; then the same row 0 left-padded (row 1 whole) as a prefill of S-1 tokens and one decode
+    token. Logits at padded positions are set to 0 (what a model computes there is unspecified)."""
+    b, s = ids.shape
+    ids2 = ids if b >= 2 else ids.repeat(2, 1)
+    mask = torch.ones(ids2.shape, dtype=torch.long, device=ids.device)
+    mask[0, :s // 3] = 0
+    mask[1, s - s // 4:] = 0
+    full = _logits(model(input_ids=ids2, attention_mask=mask, use_cache=False)).float()
+    left = torch.ones_like(mask)
+    left[0, :s // 3] = 0
+    out = model(input_ids=ids2[:, :-1], attention_mask=left[:, :-1], use_cache=True)
+    cache = _returned_cache(out)
+    parts = [torch.where(mask.bool()[..., None], full, 0.0),
+             torch.where(left[:, :-1].bool()[..., None], _logits(out).float(), 0.0)]
+    if cache is not None:
+        out2 = model(input_ids=ids2[:, -1:], attention_mask=left, use_cache=True, **{_cache_kwarg(model): cache})
+        parts.append(_logits(out2).float())
+    return parts
 
 
 def compare(got: torch.Tensor, ref: torch.Tensor, rtol: float, atol: float = 0.0) -> tuple[float, bool]:

@@ -1,33 +1,46 @@
-"""act_calib: quantize the input activations of ``nn.Linear`` layers per token, and calibrate them.
+"""act_calib: W8A8 projections with activations quantized per token at run time (or static scales).
 
-Each target Linear (default: the MLP projections, ``*.mlp.*`` Linears) gets an instance-level
-``forward`` (an entry in its ``__dict__``; the module tree, parameters and state_dict are not
-touched; revert deletes the entry) that, per call:
+Each target ``nn.Linear`` (default: the attention and MLP projections of the decoder layers) gets
+an instance-level ``forward`` (an entry in its ``__dict__``; revert deletes it). Linears that read
+one input form a *group* — q/k/v of an attention module, gate/up of an MLP — whose weights are
+moved into one [N_q + N_k + N_v, K] buffer (each Linear's ``weight`` becomes a view of it; revert
+gives each its own copy back), so the input is quantized once and multiplied once; the first
+member called computes every member's output and the others take their slice (matched by the
+input tensor's identity and version). Per group call:
 
-  1. ``RuntimeCalibrator.observe(x)`` — running absmax with an outlier guard, one per layer
-     (``patch.info["calibrators"][qualified_name]``), for static-scale deployments (SITS005);
-  2. ``quantize_per_token(x, dtype)`` (Triton kernel) → int8 / fp8-e4m3 values and fp32 row scales;
-  3. the product, by ``mode``:
-       * ``"fp8"``  — ``torch._scaled_mm`` with per-output-channel fp8 weights and row-wise scales
-         (CUDA, compute capability ≥ 8.9);
-       * ``"int8"`` — ``torch._int_mm`` with per-output-channel int8 weights (W8A8), rescaled in fp32;
-       * ``"dequant"`` — ``q * scale`` back to the activation dtype, then the original fp weight
-         (measures the activation quantization alone; the CPU default);
-       * ``"auto"`` — fp8 where the GPU has it, else int8 on CUDA, else dequant.
-     A shape the fast path refuses (``_int_mm`` on CUDA wants M > 16 and K, N multiples of 8;
-     ``_scaled_mm`` multiples of 16) takes the dequant path for that call (``info["fallbacks"]``).
+  1. rows M = tokens. ``M < min_rows`` (decode, short chunks; the measured table below): the bf16
+     product with the grouped weight — no quantization, one GEMM for q/k/v instead of three;
+  2. else ``quantize_per_token(x)`` (Triton; int8 / fp8-e4m3 values and fp32 row scales), or with
+     frozen static scales ``quantize_per_tensor(x, scale=...)``;
+  3. the product on the tensor cores, scales in the epilogue (kernels/quant_gemm.py): ``"int8"``
+     through the Triton W8A8 kernel or ``torch._int_mm`` + one scaling pass, ``"fp8"`` through
+     ``torch._scaled_mm`` (row-wise scales) or the Triton kernel — whichever the table says;
+  4. the batch absmax goes to the group's calibrator (one reduction of the row scales, folded
+     into ``RuntimeCalibrator`` when read), for static-scale deployments (SITS005).
 
-This changes numerics: verification uses ``RTOL_BY_MODE`` below (relative to the largest reference
-logit), looser than the exact patches', and ``patch.error`` reports the measured error — it is a
-measurement, not a promise of equality. The calibrators are reset after verification, so they
-hold only the traffic that follows.
+A gated MLP whose gate, up and down projections are all targets and whose activation is SiLU runs
+as one unit: x quantized once → gate|up product → ``silu_mul_quant`` (silu(g)·u quantized per
+token in one pass, from the int32 or bf16 product) → down product. The bf16 ``h`` is never stored.
+RMSNorm+quant fusion (kernels/norm_quant.py) is not wired: the decoder layer hands the projections
+the *normalised* bf16 tensor, and replacing that needs the decoder layer's forward, which differs
+per family.
+
+Modes: ``"fp8"`` (CUDA, compute capability ≥ 8.9), ``"int8"``, ``"dequant"`` (q·scale back to the
+activation dtype, then the bf16 weight: the activation quantization alone; the CPU default),
+``"auto"`` (fp8 where the GPU has it, else int8 on CUDA, else dequant). :func:`freeze_static`
+switches a patch to the per-tensor static scales its calibrators hold (what SITS005 reports);
+:func:`thaw` goes back to dynamic. This changes numerics: verification uses ``RTOL_BY_MODE``
+(relative to the largest reference logit), looser than the exact patches'; ``patch.error`` is the
+measured error. The calibrators are reset after verification.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -36,15 +49,28 @@ from torch.nn import functional as F
 from ._core import Patch, PatchRefused, UndoStack, apply_verified, model_device
 
 NAME = "act_calib"
-DEFAULT_TARGETS = r"(^|\.)mlp\.[^.]+$"
+DEFAULT_TARGETS = r"(^|\.)(self_attn\.(q|k|v|o)_proj|mlp\.(gate|up|down)_proj)$"
+MLP_TARGETS = r"(^|\.)mlp\.[^.]+$"
 # max |patched - unpatched| / max |unpatched| over the probe logits, per mode (any model dtype).
 # dequant: int8 per-token activations only (~7 bits per row, ≈0.4 % of a row's absmax per element);
 # int8: W8A8, per-channel int8 weights on top; fp8-e4m3 keeps 3 mantissa bits (≈6 % per element).
-# Measured on random-init Llamas (2 layers, CPU fp32 and H200 bf16/fp16): dequant 4e-3,
-# int8 4e-3..3e-2, fp8 1e-2..4.5e-2.
 RTOL_BY_MODE = {"dequant": 5e-2, "int8": 1e-1, "fp8": 1.5e-1}
 RTOL = {dt: RTOL_BY_MODE["dequant"] for dt in (torch.float32, torch.float16, torch.bfloat16)}
 MODES = ("auto", "fp8", "int8", "dequant")
+GROUPS = ({"q_proj", "k_proj", "v_proj"}, {"gate_proj", "up_proj"})
+DISPATCH_FILE = Path(__file__).with_name("act_calib_dispatch.json")
+# used when the table file is absent; the committed file holds the H200 measurements
+_DEFAULT_DISPATCH = {"int8": {"backend": "int_mm", "min_rows": 64},
+                     "fp8": {"backend": "scaled_mm", "min_rows": 64}}
+_FLUSH_EVERY = 1024
+
+
+def load_dispatch(path: Path = DISPATCH_FILE) -> dict:
+    table = {k: dict(v) for k, v in _DEFAULT_DISPATCH.items()}
+    if path.exists():
+        for mode, row in json.loads(path.read_text()).get("modes", {}).items():
+            table.setdefault(mode, {}).update({k: row[k] for k in ("backend", "min_rows") if k in row})
+    return table
 
 
 def _fp8_capable(device: torch.device) -> bool:
@@ -67,7 +93,8 @@ def _targets(model, pattern: str) -> list[tuple[str, nn.Linear]]:
     return [(n, m) for n, m in model.named_modules() if type(m) is nn.Linear and rx.search(n)]
 
 
-def check(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto") -> None:
+def check(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", backend: str | None = None,
+          min_rows: int | None = None) -> None:
     if model.training:
         raise PatchRefused(NAME, "model is in training mode: the quantized forward has no backward")
     if not _targets(model, targets):
@@ -77,92 +104,314 @@ def check(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto") -> None:
     if dev.type == "cpu" and os.environ.get("TRITON_INTERPRET") != "1":
         raise PatchRefused(NAME, "the model is on the CPU: Triton kernels run there only with "
                                  "TRITON_INTERPRET=1 (tests)")
-    if resolved == "fp8" and not _fp8_capable(dev):
+    if resolved == "fp8" and dev.type == "cuda" and not _fp8_capable(dev):
         raise PatchRefused(NAME, f"mode 'fp8' needs torch._scaled_mm on a GPU with compute "
                                  f"capability >= 8.9; the model is on {dev}")
+    if backend not in (None, "triton", "int_mm", "scaled_mm"):
+        raise ValueError(f"backend must be triton, int_mm or scaled_mm, got {backend!r}")
 
 
-def _fits(mode: str, M: int, K: int, N: int, device: torch.device) -> bool:
-    if mode == "int8":
-        return device.type != "cuda" or (M > 16 and K % 8 == 0 and N % 8 == 0)
-    if mode == "fp8":
-        return M % 16 == 0 and K % 16 == 0 and N % 16 == 0
-    return True
+class LazyCalibrator:
+    """A ``RuntimeCalibrator`` fed one 0-d batch absmax per call, folded in when read.
+
+    ``note(scales)`` costs one reduction over the row scales (absmax = max scale · QMAX, the rule
+    of act_quant's kernels); the pending values are folded into the wrapped calibrator, in order,
+    by ``flush()`` (automatically every 1024 notes and before every read), so the hot path neither
+    synchronizes nor launches the calibrator's own eight small kernels per call."""
+
+    def __init__(self, qmax: float):
+        from sits_doctor.kernels.act_quant import RuntimeCalibrator
+
+        self.cal = RuntimeCalibrator()
+        self.qmax = qmax
+        self._pending: list[torch.Tensor] = []
+
+    def note(self, scales: torch.Tensor) -> None:
+        self._pending.append(scales.amax())
+        if len(self._pending) >= _FLUSH_EVERY:
+            self.flush()
+
+    def flush(self) -> "LazyCalibrator":
+        if self._pending:
+            vals = torch.stack(self._pending).float() * self.qmax
+            self._pending = []
+            for v in vals:
+                self.cal.observe(v)
+        return self
+
+    def __getattr__(self, name):  # batches, running_absmax, max_seen, outliers, scale, ...
+        if name in ("cal", "qmax", "_pending"):
+            raise AttributeError(name)
+        return getattr(self.flush().cal, name)
 
 
-def _make_forward(lin: nn.Linear, name: str, mode: str, state: dict):
-    from sits_doctor.kernels.act_quant import quantize_per_token
+class Group:
+    """Linears reading one input: one weight buffer, one quantization, one product per call."""
 
-    qdtype = torch.float8_e4m3fn if mode == "fp8" else torch.int8
-    w = lin.weight.detach()
-    wq = ws = None
-    if mode in ("int8", "fp8"):
-        wq, ws = quantize_per_token(w, qdtype)  # per output channel: W is [N, K], rows = channels
-        ws = ws.reshape(1, -1)  # [1, N]
-    bias = lin.bias
+    def __init__(self, names, linears, mode, qdtype, dispatch, state):
+        self.names = list(names)
+        self.linears = list(linears)
+        self.mode, self.qdtype, self.state = mode, qdtype, state
+        self.backend = dispatch["backend"]
+        self.min_rows = int(dispatch["min_rows"])
+        w0 = self.linears[0].weight
+        self.K = w0.shape[1]
+        sizes = [lin.weight.shape[0] for lin in self.linears]
+        self.bounds = []
+        a = 0
+        for n in sizes:
+            self.bounds.append((a, a + n))
+            a += n
+        self.N = a
+        if len(self.linears) > 1:
+            self.w = torch.cat([lin.weight.detach() for lin in self.linears]).contiguous()
+        else:
+            self.w = w0.detach()
+        biases = [lin.bias for lin in self.linears]
+        self.bias = None
+        if any(b is not None for b in biases):
+            self.bias = torch.cat([b.detach() if b is not None else w0.new_zeros(lin.weight.shape[0])
+                                   for b, lin in zip(biases, self.linears)])
+        self.wq = self.ws = None
+        if mode in ("int8", "fp8"):
+            from sits_doctor.kernels.act_quant import QMAX, quantize_per_token
 
-    def forward(x):
+            self.wq, ws = quantize_per_token(self.w, qdtype)  # per output channel
+            self.ws = ws.reshape(1, -1).contiguous()
+        from sits_doctor.kernels.act_quant import QMAX
+
+        self.cal = LazyCalibrator(QMAX[qdtype])
+        self.static: torch.Tensor | None = None
+        self._x = None
+        self._ver = -1
+        self._y = None
+        self._served: set = set()
+
+    # -- weights re-homed into the group buffer (undone by restore_weights) --------------------
+    def share_weights(self) -> None:
+        if len(self.linears) > 1:
+            for lin, (a, b) in zip(self.linears, self.bounds):
+                lin.weight.data = self.w[a:b]
+
+    def restore_weights(self) -> None:
+        if len(self.linears) > 1:
+            for lin in self.linears:
+                lin.weight.data = lin.weight.data.clone()
+
+    # -- the product ----------------------------------------------------------------------------
+    def quantize(self, x2):
+        from sits_doctor.kernels.act_quant import quantize_per_tensor, quantize_per_token
+
+        if self.static is not None:
+            q, s = quantize_per_tensor(x2, self.qdtype, scale=self.static)
+            return q, s.expand(x2.shape[0], 1).contiguous()
+        q, s = quantize_per_token(x2, self.qdtype)
+        self.cal.note(s)
+        return q, s
+
+    def gemm(self, q, s, wq, ws, bias, out_dtype):
+        from sits_doctor.kernels import quant_gemm as qg
+
+        if self.backend == "triton" or q.device.type != "cuda":
+            return qg.w8a8_gemm(q, wq, s, ws, bias, out_dtype)
+        if self.mode == "fp8":
+            try:
+                return qg.scaled_mm_gemm(q, wq, s, ws, bias, out_dtype)
+            except RuntimeError:  # a shape cuBLASLt refuses: the Triton kernel
+                self.state["fallbacks"]["scaled_mm"] += 1
+                return qg.w8a8_gemm(q, wq, s, ws, bias, out_dtype)
+        if q.shape[0] > 16 and q.shape[1] % 8 == 0 and wq.shape[0] % 8 == 0:
+            return qg.int_mm_gemm(q, wq, s, ws, bias, out_dtype)
+        self.state["fallbacks"]["int_mm"] += 1
+        return qg.w8a8_gemm(q, wq, s, ws, bias, out_dtype)
+
+    def compute(self, x):
+        x2 = x.reshape(-1, self.K)
+        M = x2.shape[0]
+        if self.mode == "dequant":
+            from sits_doctor.kernels.act_quant import quantize_per_token
+
+            q, s = quantize_per_token(x2, torch.int8)
+            self.cal.note(s)
+            y = F.linear((q.float() * s).to(x.dtype), self.w, self.bias)
+            self.state["dequant"][self.names[0]] += 1
+        elif M < self.min_rows:
+            y = F.linear(x2, self.w, self.bias)
+            self.state["bf16"][self.names[0]] += 1
+        else:
+            q, s = self.quantize(x2)
+            y = self.gemm(q, s, self.wq, self.ws, self.bias, x.dtype)
+            self.state["fast"][self.names[0]] += 1
+        return y.reshape(*x.shape[:-1], self.N)
+
+    def run(self, i: int, x):
+        lin = self.linears[i]
         if lin.training or (torch.is_grad_enabled() and x.requires_grad):
             # quantization has no gradient: training and attribution get the plain Linear
-            state["fallbacks"][name] += 1
-            return F.linear(x, lin.weight, bias)
-        state["calibrators"][name].observe(x)
-        q, s = quantize_per_token(x, qdtype)  # q like x, s [..., 1] fp32
-        K, N = x.shape[-1], w.shape[0]
-        q2, s2 = q.reshape(-1, K), s.reshape(-1, 1)
-        if mode != "dequant" and _fits(mode, q2.shape[0], K, N, x.device):
-            if mode == "int8":
-                y = torch._int_mm(q2, wq.t()).float() * s2 * ws
-                y = y.to(x.dtype)
-                if bias is not None:
-                    y = y + bias
-            else:
-                y = torch._scaled_mm(q2, wq.t(), scale_a=s2, scale_b=ws, bias=bias,
-                                     out_dtype=x.dtype)
-            state["fast"][name] += 1
-            return y.reshape(*x.shape[:-1], N)
-        if mode != "dequant":
-            state["fallbacks"][name] += 1
-        xd = (q.float() * s).to(x.dtype)
-        return F.linear(xd, lin.weight, bias)
+            self.state["fallbacks"]["autograd"] += 1
+            return F.linear(x, lin.weight, lin.bias)
+        if len(self.linears) == 1:
+            return self.compute(x)
+        a, b = self.bounds[i]
+        if self._x is x and self._ver == x._version and i not in self._served:
+            y = self._y
+            self._served.add(i)
+            if len(self._served) == len(self.linears):
+                self._x = self._y = None
+            return y[..., a:b]
+        y = self.compute(x)
+        self._x, self._ver, self._y, self._served = x, x._version, y, {i}
+        return y[..., a:b]
+
+
+def _is_silu(act) -> bool:
+    try:
+        t = torch.linspace(-4, 4, 9)
+        return torch.allclose(act(t), F.silu(t))
+    except Exception:  # noqa: BLE001 - anything that is not an elementwise function of one tensor
+        return False
+
+
+def _mlp_forward(mlp, gu: Group, down: Group):
+    """gate|up product → silu·mul quantized per token in one pass → down product."""
+    from sits_doctor.kernels.quant_gemm import silu_mul_quant
+
+    n = gu.bounds[0][1]
+
+    def forward(x):
+        if mlp.training or (torch.is_grad_enabled() and x.requires_grad):
+            gu.state["fallbacks"]["autograd"] += 1
+            return type(mlp).forward(mlp, x)
+        x2 = x.reshape(-1, gu.K)
+        M = x2.shape[0]
+        if M < gu.min_rows:
+            y = F.linear(x2, gu.w, gu.bias)
+            h = mlp.act_fn(y[:, :n]) * y[:, n:]
+            gu.state["bf16"][gu.names[0]] += 1
+            return F.linear(h, down.w, down.bias).reshape(*x.shape[:-1], -1)
+        q, s = gu.quantize(x2)
+        st = down.static
+        if gu.backend == "int_mm" and gu.mode == "int8" and x.device.type == "cuda" and M > 16:
+            # the int32 product goes straight into the epilogue: dequantized on load
+            hq, hs = silu_mul_quant(torch._int_mm(q, gu.wq.t()), n, gu.qdtype, sa=s, sw=gu.ws, static_scale=st)
+        else:
+            y = gu.gemm(q, s, gu.wq, gu.ws, gu.bias, x.dtype)
+            hq, hs = silu_mul_quant(y, n, gu.qdtype, static_scale=st)
+        if st is None:  # with a static scale hs is that scale on every row
+            down.cal.note(hs)
+        out = down.gemm(hq, hs, down.wq, down.ws, down.bias, x.dtype)
+        gu.state["fast"][gu.names[0]] += 1
+        return out.reshape(*x.shape[:-1], -1)
 
     return forward
 
 
-def install(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto"):
-    from sits_doctor.kernels.act_quant import RuntimeCalibrator
+def _build_groups(model, layers, mode, qdtype, dispatch, state):
+    by_parent: dict = {}
+    for name, lin in layers:
+        parent, _, leaf = name.rpartition(".")
+        by_parent.setdefault(parent, []).append((leaf, name, lin))
+    groups, mlps = [], []
+    modules = dict(model.named_modules())
+    for parent, items in by_parent.items():
+        leaves = {leaf: (name, lin) for leaf, name, lin in items}
+        used = set()
+        for members in GROUPS:
+            if members <= leaves.keys():
+                order = sorted(members, key=lambda leaf: [x[0] for x in items].index(leaf))
+                ls = [leaves[leaf][1] for leaf in order]
+                if len({(lin.in_features, lin.weight.dtype, lin.weight.device) for lin in ls}) == 1:
+                    groups.append(Group([leaves[leaf][0] for leaf in order], ls, mode, qdtype, dispatch, state))
+                    used |= members
+        for leaf, name, lin in items:
+            if leaf not in used:
+                groups.append(Group([name], [lin], mode, qdtype, dispatch, state))
+        mlp = modules.get(parent)
+        if (mode in ("int8", "fp8") and {"gate_proj", "up_proj", "down_proj"} <= leaves.keys()
+                and "up_proj" in used and _is_silu(getattr(mlp, "act_fn", None))):
+            gu = next(g for g in groups if leaves["gate_proj"][1] in g.linears)
+            down = next(g for g in groups if g.linears == [leaves["down_proj"][1]])
+            if gu.bias is None:
+                mlps.append((parent, mlp, gu, down))
+    return groups, mlps
 
-    resolved = resolve_mode(mode, model_device(model))
+
+def install(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", backend: str | None = None,
+            min_rows: int | None = None):
+    dev = model_device(model)
+    resolved = resolve_mode(mode, dev)
+    qdtype = torch.float8_e4m3fn if resolved == "fp8" else torch.int8
+    table = load_dispatch()
+    dispatch = dict(table.get(resolved, {"backend": "triton", "min_rows": 0}))
+    if dev.type != "cuda":  # the CPU interpreter: the Triton kernels, every row count
+        dispatch = {"backend": "triton", "min_rows": 0}
+    if backend is not None:
+        dispatch["backend"] = backend
+    if min_rows is not None:
+        dispatch["min_rows"] = int(min_rows)
     layers = _targets(model, targets)
-    state = {"calibrators": {n: RuntimeCalibrator() for n, _ in layers},
-             "fast": Counter(), "fallbacks": Counter()}
+    state = {"fast": Counter(), "bf16": Counter(), "dequant": Counter(), "fallbacks": Counter()}
     undo = UndoStack()
     try:
-        for name, lin in layers:
-            lin.__dict__["forward"] = _make_forward(lin, name, resolved, state)
-            undo.push(lambda lin=lin: lin.__dict__.pop("forward", None))
+        groups, mlps = _build_groups(model, layers, resolved, qdtype, dispatch, state)
+        for g in groups:
+            g.share_weights()
+            undo.push(g.restore_weights)
+            for i, lin in enumerate(g.linears):
+                lin.__dict__["forward"] = (lambda x, g=g, i=i: g.run(i, x))
+                undo.push(lambda lin=lin: lin.__dict__.pop("forward", None))
+        for _, mlp, gu, down in mlps:
+            mlp.__dict__["forward"] = _mlp_forward(mlp, gu, down)
+            undo.push(lambda mlp=mlp: mlp.__dict__.pop("forward", None))
     except BaseException:
         undo()
         raise
-    info = {"mode": resolved, "layers": [n for n, _ in layers], "calibrators": state["calibrators"],
-            "fast_calls": state["fast"], "fallbacks": state["fallbacks"], "_state": state}
+    calibrators = {name: g.cal for g in groups for name in g.names}
+    info = {"mode": resolved, "layers": [n for n, _ in layers], "calibrators": calibrators,
+            "groups": [g.names for g in groups], "fused_mlps": [p for p, *_ in mlps],
+            "dispatch": dispatch, "scales": "dynamic", "fast_calls": state["fast"],
+            "bf16_calls": state["bf16"], "fallbacks": state["fallbacks"], "_state": state,
+            "_groups": groups}
     return undo, info
 
 
 def _reset(patch: Patch) -> None:
-    from sits_doctor.kernels.act_quant import RuntimeCalibrator
+    from sits_doctor.kernels.act_quant import QMAX
 
-    state = patch.info["_state"]
-    for n in state["calibrators"]:
-        state["calibrators"][n] = RuntimeCalibrator()
-    state["fast"].clear()
-    state["fallbacks"].clear()
+    for g in patch.info["_groups"]:
+        g.cal = LazyCalibrator(QMAX[g.qdtype])
+    patch.info["calibrators"] = {name: g.cal for g in patch.info["_groups"] for name in g.names}
+    for c in patch.info["_state"].values():
+        c.clear()
+
+
+def freeze_static(patch: Patch) -> dict:
+    """Quantize with per-tensor static scales from now on: each group's calibrated running absmax
+    / QMAX (``RuntimeCalibrator.scale``), the deployment SITS005 describes. Returns {group: scale}."""
+    if patch.info["mode"] not in ("int8", "fp8"):
+        raise ValueError("static scales apply to the int8 and fp8 modes")
+    out = {}
+    for g in patch.info["_groups"]:
+        if g.cal.batches == 0:
+            raise RuntimeError(f"{g.names[0]}: no calibration batch observed; run the model first")
+        g.static = g.cal.scale(g.qdtype).reshape(1).contiguous()
+        out[g.names[0]] = float(g.static)
+    patch.info["scales"] = "static"
+    return out
+
+
+def thaw(patch: Patch) -> None:
+    """Back to dynamic per-token scales."""
+    for g in patch.info["_groups"]:
+        g.static = None
+    patch.info["scales"] = "dynamic"
 
 
 def summary(patch: Patch, dtype=torch.int8) -> list[dict]:
     """Per wrapped layer: batches seen, running absmax, max seen, outlier batches, static scale."""
     rows = []
     for name, cal in patch.info["calibrators"].items():
+        cal.flush()
         row = {"layer": name, "batches": cal.batches, "outliers": cal.outliers}
         if cal.running_absmax is not None:
             row.update(running_absmax=float(cal.running_absmax), max_seen=float(cal.max_seen),
@@ -171,9 +420,10 @@ def summary(patch: Patch, dtype=torch.int8) -> list[dict]:
     return rows
 
 
-def apply(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", **kw) -> Patch:
+def apply(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", backend: str | None = None,
+          min_rows: int | None = None, **kw) -> Patch:
     """Wrap the target Linears; verified on a probe batch with the looser act_calib tolerance."""
     tol = RTOL_BY_MODE[resolve_mode(mode, model_device(model))]
     table = {dt: tol for dt in (torch.float32, torch.float16, torch.bfloat16)}
     return apply_verified(model, NAME, check, install, rtol_table=table, after_verify=_reset,
-                          targets=targets, mode=mode, **kw)
+                          targets=targets, mode=mode, backend=backend, min_rows=min_rows, **kw)

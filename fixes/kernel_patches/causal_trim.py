@@ -1,27 +1,39 @@
 """causal_trim: run a transformers model's self-attention through ``kernels.attention.causal_attention``.
 
-Hooks (transformers 5.24, through its own extension points — no monkey-patching):
+Hooks (transformers 5.17-5.24, through its own extension points — no monkey-patching):
   * ``modeling_utils.AttentionInterface.register("sits_causal_trim", attention_forward)``
   * ``masking_utils.AttentionMaskInterface.register("sits_causal_trim", mask_function)`` — without
     it, ``masking_utils._preprocess_mask_arguments`` hands a custom implementation
     ``attention_mask=None`` for every batch, padded or not (vllm-hf-facts §5 pitfall);
   * ``model.set_attn_implementation("sits_causal_trim")``; revert sets the previous name back.
 
-Which batches take the kernel. ``mask_function`` returns ``None`` (no 4-D mask) exactly when the
-attention is plain bottom-right causal: the causal mask function itself (no sliding window,
-chunking, packed sequences or or/and overlays), no padding among the keys, and the queries are the
-last keys (``q_offset + q_length == kv_offset + kv_length``: prefill, chunked prefill and decode
-over a DynamicCache). ``attention_forward`` then calls the kernel with q and the *whole* cached
-k/v — the kernel is bottom-right aligned, so q_len 1 over k_len n is decode and q_len 3 over
-k_len n is a chunk. Everything else gets the materialised 4-D boolean mask from
-``masking_utils.sdpa_mask`` (``allow_is_causal_skip=False``) and ``attention_forward`` hands that
-call to transformers' own ``sdpa_attention_forward``, unchanged: left/right padded batches
-(the attention function sees only the 4-D mask, so converting to varlen ``cu_seqlens`` would mean
-re-deriving sequence bounds from it — not done), static caches (K/V are the full preallocated
-buffer, so the queries are not the last keys), user-supplied 4-D masks. Calls with dropout > 0,
-softcap / sliding_window / sinks kwargs, q_len > k_len, or tensors that need autograd (the kernel
-has no backward) fall back the same way. ``STATS`` counts kernel calls and fallbacks per reason
-(process-wide).
+What the mask function answers (once per forward, from the 2-D padding mask before any 4-D
+expansion). Only for the causal mask function itself (no sliding window, chunking, packed
+sequences or or/and overlays) with the queries the last keys (``q_offset + q_length == kv_offset +
+kv_length``: prefill, chunked prefill and decode over a DynamicCache):
+  * no padding among the keys → ``None`` (plain bottom-right causal);
+  * padding, with every row's valid keys one contiguous run ``[start, end)`` (left padding, right
+    padding of a prompt, left padding during generation) → a :class:`PaddedCausal`: per-sequence
+    row bounds for the kernel's padded-batch path (``seq_bounds_q/k``), and the 4-D mask built only
+    if a call hands it to sdpa. One host sync per forward decides this (transformers' own sdpa mask
+    syncs once too, for its is_causal skip);
+  * anything else (right padding followed by generated tokens, static caches, user 4-D masks)
+    → ``masking_utils.sdpa_mask``'s materialised boolean mask (``allow_is_causal_skip=False``), for
+    transformers' own ``sdpa_attention_forward``, unchanged.
+
+Which path each call takes (``attention_forward``). Calls the kernel cannot express go to sdpa and
+are counted as ``fallback:<reason>``: a materialised mask, dropout > 0, softcap / sliding_window /
+sinks kwargs, q_len > k_len, tensors that need autograd. The rest are routed by the dispatch policy
+of the model (``apply(model, dispatch=...)``): ``"table"`` (default) looks the call's shape up in
+``causal_trim_dispatch.json`` — kernel vs sdpa times measured on the H200 for each phase (prefill
+q == k, chunk 1 < q < k, decode q == 1), padded or not, batch and key length — and takes the kernel
+only where it measured faster, sdpa otherwise (nearest measured batch and key length, in log scale;
+a shape with no measurement takes sdpa, i.e. what the unpatched model does). On a device other than
+CUDA (the CPU interpreter in tests) ``"table"`` takes the kernel. ``"kernel"`` and ``"sdpa"`` force
+one path. Verification always runs with ``"kernel"``, so the kernel is what is checked against the
+unpatched model, on an unpadded and a left/right padded probe (see ``_core``), before the policy
+is switched to the one asked for. ``STATS`` counts ``kernel``, ``kernel:padded``, ``sdpa:<phase>``
+and ``fallback:<reason>`` (process-wide).
 
 Refused at apply: model types other than llama / mistral / qwen2 / qwen3 (not verified), non-causal
 configs, sliding-window layers, ``output_attentions``, attention softcapping, training mode,
@@ -32,9 +44,12 @@ models that cannot switch attention implementation at runtime.
 from __future__ import annotations
 
 import copy
-
+import json
+import math
 import os
 from collections import Counter
+from functools import lru_cache
+from pathlib import Path
 
 import torch
 
@@ -44,14 +59,113 @@ NAME = "causal_trim"
 IMPL = "sits_causal_trim"
 FAMILIES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
 RTOL = DEFAULT_RTOL
-STATS: Counter = Counter()  # "kernel", "fallback:<reason>"
+STATS: Counter = Counter()  # "kernel", "kernel:padded", "sdpa:<phase>", "fallback:<reason>"
+POLICIES = ("table", "kernel", "sdpa")
+DISPATCH_FILE = Path(__file__).with_name("causal_trim_dispatch.json")
+_POLICY_ATTR = "_sits_causal_trim_dispatch"  # on each attention module while patched
 
 _registered = {"refs": 0, "prev_attn": None, "prev_mask": None}
 
 
 # --------------------------------------------------------------------------------------------
+# the dispatch table
+# --------------------------------------------------------------------------------------------
+def load_table(path: Path = DISPATCH_FILE) -> dict:
+    """{(phase, padded): [(batch, k_len, path), ...]} from the committed measurements."""
+    if not path.exists():
+        return {}
+    data = json.loads(path.read_text())
+    margin = float(data.get("margin", 0.0))
+    out: dict = {}
+    for e in data.get("entries", []):
+        faster = e["kernel_us"] < e["sdpa_us"] * (1.0 - margin)
+        out.setdefault((e["phase"], bool(e["padded"])), []).append(
+            (int(e["batch"]), int(e["k_len"]), "kernel" if faster else "sdpa"))
+    return out
+
+
+_TABLE = {"rows": None}
+
+
+def _table() -> dict:
+    if _TABLE["rows"] is None:
+        _TABLE["rows"] = load_table()
+    return _TABLE["rows"]
+
+
+def set_table(rows: dict | None) -> None:
+    """Replace the dispatch table (``load_table`` output; None reloads the committed file)."""
+    _TABLE["rows"] = rows
+    choose.cache_clear()
+
+
+def phase_of(q_len: int, k_len: int) -> str:
+    return "decode" if q_len == 1 else ("prefill" if q_len == k_len else "chunk")
+
+
+@lru_cache(maxsize=4096)
+def choose(phase: str, padded: bool, batch: int, k_len: int) -> str:
+    """'kernel' or 'sdpa' for one call shape, from the table (nearest batch, then key length)."""
+    rows = _table().get((phase, padded))
+    if not rows:
+        return "sdpa"
+    lb = math.log2(max(1, batch))
+    best_b = min({b for b, _, _ in rows}, key=lambda b: abs(math.log2(b) - lb))
+    lk = math.log2(max(1, k_len))
+    _, _, path = min((r for r in rows if r[0] == best_b), key=lambda r: abs(math.log2(max(1, r[1])) - lk))
+    return path
+
+
+# --------------------------------------------------------------------------------------------
 # the functions transformers calls
 # --------------------------------------------------------------------------------------------
+class PaddedCausal:
+    """``mask_function``'s answer for a padded batch whose valid keys are one run per row.
+
+    ``bounds_q`` / ``bounds_k``: int32 [B, 2] ``[start, end)`` rows of each sequence in the query
+    and key dimension (the kernel's ``seq_bounds_q/k``). ``mask4d()`` builds (once) the boolean
+    [B, 1, q_len, kv_len] mask transformers' sdpa path would have had. ``shape`` / ``ndim`` describe
+    that mask without building it."""
+
+    def __init__(self, bounds_q, bounds_k, shape, build):
+        self.bounds_q = bounds_q
+        self.bounds_k = bounds_k
+        self.shape = torch.Size(shape)
+        self.ndim = 4
+        self._build = build
+        self._mask = None
+
+    def mask4d(self) -> torch.Tensor:
+        if self._mask is None:
+            self._mask = self._build()
+        return self._mask
+
+    def __repr__(self) -> str:
+        return f"PaddedCausal(shape={tuple(self.shape)})"
+
+
+def padding_runs(padding: torch.Tensor, q_length: int):
+    """From a [B, kv_len] bool padding mask (True = a real token): ``("none", None)`` when nothing
+    is padded, ``("runs", (bounds_q, bounds_k))`` when each row's real tokens are one run, else
+    ``("other", None)``. The queries are the last ``q_length`` keys. One host sync."""
+    B, kv = padding.shape
+    idx = torch.arange(kv, device=padding.device)
+    n = padding.sum(-1)
+    first = torch.where(padding, idx, kv).amin(-1)
+    last = torch.where(padding, idx + 1, 0).amax(-1)
+    full, runs = torch.stack([(n == kv).all(), ((last - first == n) | (n == 0)).all()]).tolist()
+    if full:
+        return "none", None
+    if not runs:
+        return "other", None
+    ks = torch.where(n > 0, first, 0)
+    ke = torch.where(n > 0, last, 0)
+    off = kv - q_length  # query i is key off + i
+    qs = (ks - off).clamp(0, q_length)
+    qe = (ke - off).clamp(0, q_length)
+    return "runs", (torch.stack([qs, qe], 1).to(torch.int32), torch.stack([ks, ke], 1).to(torch.int32))
+
+
 def _unfit(module, query, key, value, attention_mask, dropout, is_causal, kwargs) -> str | None:
     if attention_mask is not None:
         return "mask"
@@ -75,65 +189,92 @@ def _unfit(module, query, key, value, attention_mask, dropout, is_causal, kwargs
     return None
 
 
+def route(module, query, key, padded: bool) -> str:
+    """The path of one fitting call: the module's policy, the table for "table" on CUDA."""
+    policy = module.__dict__.get(_POLICY_ATTR, "table")
+    if policy != "table":
+        return policy
+    if query.device.type != "cuda":
+        return "kernel"
+    return choose(phase_of(query.shape[2], key.shape[2]), padded, query.shape[0], key.shape[2])
+
+
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
                       is_causal=None, **kwargs):
     """transformers' attention signature: q [B, Hq, Sq, D], k/v [B, Hk, Sk, D] (after the cache
     update) → (out [B, Sq, Hq, D] contiguous, None)."""
-    reason = _unfit(module, query, key, value, attention_mask, dropout, is_causal, kwargs)
+    padded = isinstance(attention_mask, PaddedCausal)
+    reason = _unfit(module, query, key, value, None if padded else attention_mask, dropout, is_causal, kwargs)
+    path = "sdpa" if reason is not None else route(module, query, key, padded)
+    if path == "kernel":
+        from sits_doctor.kernels.attention import causal_attention
+
+        B, Hq, Sq, D = query.shape
+        buf = (torch.zeros if padded else torch.empty)((B, Sq, Hq, D), dtype=query.dtype, device=query.device)
+        causal_attention(query, key, value, sm_scale=scaling, out=buf.transpose(1, 2),
+                         seq_bounds_q=attention_mask.bounds_q if padded else None,
+                         seq_bounds_k=attention_mask.bounds_k if padded else None)
+        STATS["kernel"] += 1
+        if padded:
+            STATS["kernel:padded"] += 1
+        return buf, None
+
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
     if reason is not None:
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
         STATS["fallback:" + reason] += 1
-        causal = is_causal is not False and getattr(module, "is_causal", True)
-        if attention_mask is None and causal and query.shape[2] != key.shape[2]:
-            # our mask function skipped the mask for a plain bottom-right batch, but sdpa's
-            # is_causal is top-left aligned: hand it the bottom-right mask explicitly
-            q_len, k_len = query.shape[2], key.shape[2]
-            attention_mask = torch.ones(q_len, k_len, dtype=torch.bool, device=query.device)
-            attention_mask = attention_mask.tril(k_len - q_len)[None, None]
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
-                                      scaling=scaling, is_causal=is_causal, **kwargs)
-    from sits_doctor.kernels.attention import causal_attention
-
-    STATS["kernel"] += 1
-    out = causal_attention(query, key, value, sm_scale=scaling)  # [B, Hq, Sq, D]
-    return out.transpose(1, 2).contiguous(), None
-
-
-def _pure_bottom_right(q_length, kv_length, q_offset, kv_offset, attention_mask) -> bool:
-    from transformers.masking_utils import prepare_padding_mask
-
-    if isinstance(q_offset, torch.Tensor) or isinstance(kv_offset, torch.Tensor):
-        return False  # static caches: K/V are the preallocated buffer, not the last keys
-    if q_offset + q_length != kv_offset + kv_length:
-        return False
-    padding = prepare_padding_mask(attention_mask, kv_length, kv_offset)
-    if padding is None:
-        return True
-    if padding.shape[-1] > kv_length:
-        padding = padding[:, kv_offset:kv_offset + kv_length]
-    return bool(padding.all())
+    else:
+        STATS["sdpa:" + phase_of(query.shape[2], key.shape[2])] += 1
+    if padded:
+        attention_mask = attention_mask.mask4d()
+    causal = is_causal is not False and getattr(module, "is_causal", True)
+    if attention_mask is None and causal and query.shape[2] != key.shape[2] and query.shape[2] > 1:
+        # our mask function skipped the mask for a plain bottom-right chunk, but sdpa's is_causal
+        # is top-left aligned: hand it the bottom-right mask explicitly
+        q_len, k_len = query.shape[2], key.shape[2]
+        attention_mask = torch.ones(q_len, k_len, dtype=torch.bool, device=query.device)
+        attention_mask = attention_mask.tril(k_len - q_len)[None, None]
+    return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
+                                  scaling=scaling, is_causal=is_causal, **kwargs)
 
 
 def mask_function(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask_function=None,
                   attention_mask=None, local_size=None, allow_is_causal_skip=True, **kwargs):
-    """``AttentionMaskInterface`` entry: None for plain bottom-right causal batches (the kernel),
-    else ``sdpa_mask``'s materialised 4-D boolean mask (the sdpa fallback)."""
-    from transformers.masking_utils import causal_mask_function, sdpa_mask
+    """``AttentionMaskInterface`` entry: None (no padding), a :class:`PaddedCausal` (padding in
+    one run per row), else ``sdpa_mask``'s materialised 4-D boolean mask."""
+    from transformers.masking_utils import causal_mask_function, prepare_padding_mask, sdpa_mask
 
     if mask_function is None:
         mask_function = causal_mask_function
-    if (allow_is_causal_skip and mask_function is causal_mask_function and local_size is None
-            and _pure_bottom_right(q_length, kv_length, q_offset, kv_offset, attention_mask)):
+
+    def materialise():
+        return sdpa_mask(batch_size, q_length, kv_length, q_offset, kv_offset, mask_function,
+                         attention_mask, local_size=local_size, allow_is_causal_skip=False, **kwargs)
+
+    plain = (allow_is_causal_skip and mask_function is causal_mask_function and local_size is None
+             and not isinstance(q_offset, torch.Tensor) and not isinstance(kv_offset, torch.Tensor)
+             and q_offset + q_length == kv_offset + kv_length)
+    if not plain:
+        return materialise()
+    padding = prepare_padding_mask(attention_mask, kv_length, kv_offset)
+    if padding is None:
         return None
-    return sdpa_mask(batch_size, q_length, kv_length, q_offset, kv_offset, mask_function,
-                     attention_mask, local_size=local_size, allow_is_causal_skip=False, **kwargs)
+    if padding.shape[-1] > kv_length:
+        padding = padding[:, kv_offset:kv_offset + kv_length]
+    kind, bounds = padding_runs(padding.to(torch.bool), q_length)
+    if kind == "none":
+        return None
+    if kind == "runs":
+        return PaddedCausal(bounds[0], bounds[1], (batch_size, 1, q_length, kv_length), materialise)
+    return materialise()
 
 
 # --------------------------------------------------------------------------------------------
 # apply / revert
 # --------------------------------------------------------------------------------------------
-def check(model) -> None:
+def check(model, *, dispatch: str = "table") -> None:
+    if dispatch not in POLICIES:
+        raise ValueError(f"dispatch must be one of {POLICIES}, got {dispatch!r}")
     cfg = model.config
     mt = getattr(cfg, "model_type", None)
     if mt not in FAMILIES:
@@ -197,7 +338,16 @@ def _unregister() -> None:
                 iface._global_mapping[IMPL] = prev
 
 
-def install(model):
+def _attention_modules(model):
+    return [m for m in model.modules() if type(m).__name__.endswith("Attention")]
+
+
+def _set_policy(model, policy: str) -> None:
+    for m in _attention_modules(model):
+        m.__dict__[_POLICY_ATTR] = policy
+
+
+def install(model, *, dispatch: str = "table"):
     undo = UndoStack()
     try:
         _register()
@@ -215,12 +365,24 @@ def install(model):
         if model.config._attn_implementation != IMPL:
             raise PatchRefused(NAME, f"set_attn_implementation({IMPL!r}) left "
                                      f"{model.config._attn_implementation!r}")
+        _set_policy(model, "kernel")  # verification checks the kernel itself
+        undo.push(lambda: [m.__dict__.pop(_POLICY_ATTR, None) for m in _attention_modules(model)])
     except BaseException:
         undo()
         raise
-    return undo, {"previous_attn_implementation": previous, "stats": STATS}
+    return undo, {"previous_attn_implementation": previous, "stats": STATS, "dispatch": dispatch}
 
 
-def apply(model, **kw) -> Patch:
-    """Switch ``model`` to the causal_trim kernel; verified on a probe batch (see ``_core``)."""
-    return apply_verified(model, NAME, check, install, rtol_table=RTOL, **kw)
+def set_dispatch(patch: Patch, dispatch: str) -> None:
+    """Switch a causal_trim patch's routing policy ("table", "kernel", "sdpa")."""
+    if dispatch not in POLICIES:
+        raise ValueError(f"dispatch must be one of {POLICIES}, got {dispatch!r}")
+    _set_policy(patch.model, dispatch)
+    patch.info["dispatch"] = dispatch
+
+
+def apply(model, *, dispatch: str = "table", **kw) -> Patch:
+    """Switch ``model`` to the causal_trim kernel; verified on probe batches with every call on the
+    kernel (see ``_core``), then routed by ``dispatch`` ("table": the measured faster path)."""
+    return apply_verified(model, NAME, check, install, rtol_table=RTOL,
+                          after_verify=lambda p: set_dispatch(p, dispatch), dispatch=dispatch, **kw)
