@@ -125,6 +125,9 @@ class Runtime(NamedTuple):
     model_class: str | None = None
     how: str = ""  # "built with transformers 5.24.0 on the meta device" | "tables for transformers 5.24.0"
     custom_code: bool = False  # the config names code from the model repository (never run)
+    # added for check_model (live models) and the attention rules; None where nothing says:
+    dtype: Value | None = None  # the weights' dtype: "bfloat16", "float32" (fp32 SDPA has no flash kernel)
+    device: Value | None = None  # where a live model's parameters are: "cuda:0", "cpu" (None when built on meta)
 
 
 class Facts(NamedTuple):

@@ -51,8 +51,8 @@ class Fix(NamedTuple):
 
 
 class Location(NamedTuple):
-    file: str
-    line: int = 1
+    file: str  # a path, or "<model LlamaForCausalLM>" for sits_doctor.check_model's live model
+    line: int = 1  # 0: no position in a file (a live model; ``pointer`` still says which value)
     col: int = 1
     pointer: str = ""
     doc_index: int = 0  # YAML document number (0 for JSON and single-document YAML)
@@ -72,7 +72,8 @@ class Finding(NamedTuple):
 
     def render(self) -> str:
         loc = self.location
-        return f"{loc.file}:{loc.line}:{loc.col}: {self.code} [{self.severity.value}] {self.message}"
+        where = f"{loc.file}:{loc.line}:{loc.col}" if loc.line > 0 else loc.file  # line 0: no file (a live model)
+        return f"{where}: {self.code} [{self.severity.value}] {self.message}"
 
     def sort_key(self) -> tuple:
         loc = self.location

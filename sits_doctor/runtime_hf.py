@@ -1,10 +1,18 @@
-"""``check --runtime`` for Hugging Face model configs: build the architecture with the installed
-transformers on PyTorch's meta device (no weights are made, nothing is downloaded, code from a
-model repository is never run) and read off what it would run: the attention implementation
-``from_config`` settles on, where rotary embeddings are computed, the cache ``generate()`` builds,
-and the quantization integration ``from_pretrained`` would use.
+"""What transformers runs for a model, read off its module tree.
 
-Imports torch and transformers: only ever called when ``--runtime`` is asked for.
+- ``check --runtime`` (:func:`introspect`): a Hugging Face model config is built with the
+  installed transformers on PyTorch's meta device (no weights are made, nothing is downloaded,
+  code from a model repository is never run).
+- ``sits_doctor.check_model`` (:func:`live`): a model already built and loaded in this process.
+
+Both read the same things off the built model (:func:`read_built`): the attention implementation
+set on ``model.config._attn_implementation``, whether the class has an SDPA path, where rotary
+embeddings are computed (one module for the model, or one in every decoder layer), the cache
+``generate()`` builds (``generation_config.cache_implementation``), the quantization integration
+(``model.hf_quantizer``, else the one ``quantization_config.quant_method`` names) and the dtype
+the weights are in.
+
+Imports torch and transformers: only ever called for ``--runtime`` and ``check_model``.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from sits_doctor.facts import Runtime, Value
 from sits_doctor.frameworks import transformers as tf
 
 MAX_LAYERS = 4  # decoder layers built: enough for every layer kind (dense, MoE, sliding) to appear
+DTYPE_AUTO = "5.0.0"  # from_pretrained's dtype defaults to "auto" (the config's dtype) from here; float32 before
 
 
 def available() -> str | None:
@@ -31,7 +40,6 @@ def introspect(model) -> Runtime:
     """The :class:`Runtime` of a model config (a :class:`~sits_doctor.plan.ModelFacts`)."""
     import torch
     import transformers
-    from torch import nn
     from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
     version = transformers.__version__
@@ -51,27 +59,83 @@ def introspect(model) -> Runtime:
         auto = AutoModelForCausalLM if type(config) in AutoModelForCausalLM._model_mapping else AutoModel
         with torch.device("meta"):
             built = auto.from_config(config)
+    src = f"{type(built).__name__} {how}"
+    cache = None
+    if model.generation is not None and model.generation.data.get("cache_implementation"):
+        cache = Value.default(model.generation.data["cache_implementation"], f"generation_config.json; {src}")
+    runtime = read_built(built, src, layers=n_layers, quant=data.get("quantization_config"), cache=cache)
+    return runtime._replace(how=how, dtype=_load_dtype(built, version, src))
+
+
+def live(model) -> Runtime:
+    """The :class:`Runtime` of a model already built in this process (a ``PreTrainedModel``):
+    what it runs now, not what its config asked for."""
+    import transformers
+
+    version = transformers.__version__
+    src = f"live model {type(model).__name__} (transformers {version})"
+    text = model.config.get_text_config()
+    layers = getattr(text, "num_hidden_layers", None)
+    quant = getattr(model.config, "quantization_config", None)
+    if quant is not None and not isinstance(quant, dict):
+        quant = quant.to_dict() if hasattr(quant, "to_dict") else None
+    runtime = read_built(model, src, layers=layers if isinstance(layers, int) else -1, quant=quant)
+    device = getattr(model, "device", None)
+    return runtime._replace(
+        how=f"live model in this process, transformers {version}",
+        dtype=Value.default(_dtype_name(model.dtype), f"{src}: the dtype of its parameters"),
+        device=None if device is None else Value.default(str(device), f"{src}: where its parameters are"),
+    )
+
+
+def read_built(built, src: str, *, layers: int, quant=None, cache: Value | None = None) -> Runtime:
+    """What a built module tree runs (shared by :func:`introspect` and :func:`live`): ``layers``
+    is the number of decoder layers it has (a ModuleList of that length holds them); ``quant`` the
+    config's quantization_config; ``cache`` a cache_implementation to take instead of the model's
+    generation_config's. Every value's provenance is ``src``."""
+    from torch import nn
+
     modules = dict(built.named_modules())
     prefixes = tuple(f"{name}.{i}." for name, mod in modules.items()
-                     if isinstance(mod, nn.ModuleList) and len(mod) == n_layers for i in range(n_layers))
+                     if isinstance(mod, nn.ModuleList) and len(mod) == layers for i in range(layers))
     rotary = [name for name, mod in modules.items() if "rotary" in type(mod).__name__.lower()]
     placement = "none" if not rotary else "attention" if any(p.startswith(prefixes) for p in rotary) else "model"
     shown = tuple(sorted({next((pre.rsplit(".", 2)[0] + ".*." + p[len(pre):] for pre in prefixes if p.startswith(pre)), p)
                           for p in rotary}))
-    gen_cache = getattr(built.generation_config, "cache_implementation", None)
-    if model.generation is not None and model.generation.data.get("cache_implementation"):
-        gen_cache = model.generation.data["cache_implementation"]
-    src = f"{type(built).__name__} {how}"
+    if cache is None:
+        generation = getattr(built, "generation_config", None)
+        asked = getattr(generation, "cache_implementation", None)
+        cache = Value.default(asked or tf.DEFAULT_CACHE,
+                              f"generation_config.cache_implementation; {src}" if asked else f"generate() default; {src}")
+    quantizer = getattr(built, "hf_quantizer", None)
     return Runtime(
         attention=Value.default(built.config._attn_implementation, src),
         supports_sdpa=Value.default(bool(getattr(built, "_supports_sdpa", False)), src),
         rope=Value.default(placement, src),
         rotary_modules=shown,
-        cache=Value.default(gen_cache or tf.DEFAULT_CACHE, src),
-        quantizer=_quantizer(data.get("quantization_config"), src),
+        cache=cache,
+        quantizer=(Value.default(type(quantizer).__name__, src) if quantizer is not None
+                   else _quantizer(quant, src)),
         model_class=type(built).__name__,
-        how=how,
+        how=src,
     )
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _load_dtype(built, version: str, src: str) -> Value:
+    """The dtype ``from_pretrained`` loads the weights in when none is asked for: the config's
+    (transformers 5: dtype="auto", which is also what ``from_config`` built on the meta device),
+    float32 in transformers 4 (``torch_dtype`` defaults to float32 there)."""
+    from sits_doctor.versions import V
+
+    if V(version) >= V(DTYPE_AUTO):
+        return Value.default(_dtype_name(built.dtype), f"{src}: from_pretrained's default dtype='auto' "
+                                                       "(the config's dtype, else float32)")
+    return Value.default("float32", f"from_pretrained's default in transformers {version} (float32 unless "
+                                    "torch_dtype is given)")
 
 
 def _shrink(config) -> int:

@@ -113,6 +113,35 @@ def test_introspection_never_builds_custom_code():
     assert rt.custom_code and rt.model_class is None and "never runs" in rt.how
 
 
+@pytest.mark.parametrize("family", sorted(CONFIGS))
+def test_a_live_model_reads_the_same_as_introspection(family):
+    """introspect() and live() share read_built(): a model built from the same config (meta device, the
+    same 4 layers introspection builds) reads the same, with the live provenance."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    data = {**CONFIGS[family], "num_hidden_layers": runtime_hf.MAX_LAYERS}
+    config = AutoConfig.for_model(**{k: v for k, v in data.items() if k != "architectures"})
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    built, live = runtime_hf.introspect(_model(data)), runtime_hf.live(model)
+    assert _fields(live) == _fields(built)
+    assert (live.model_class, live.cache.value, live.quantizer) == (built.model_class, built.cache.value, None)
+    assert live.dtype.value == built.dtype.value == "float32" and live.device.value == "meta"
+    assert str(live.rope.prov) == f"live model {built.model_class} (transformers {transformers.__version__})"
+    assert built.how.startswith("built with") and live.how.startswith("live model")
+
+
+def test_introspection_names_the_dtype_from_pretrained_loads():
+    from sits_doctor.versions import V
+
+    rt = runtime_hf.introspect(_model({**CONFIGS["llama"], "torch_dtype": "bfloat16"}))
+    # 5.x: dtype="auto" by default (the config's); 4.x: float32 unless asked
+    assert rt.dtype.value == ("bfloat16" if V(transformers.__version__) >= V("5.0.0") else "float32")
+    assert rt.device is None
+    assert runtime_hf.introspect(_model(CONFIGS["llama"])).dtype.value == "float32"  # no dtype in the config
+
+
 # --- check --runtime -------------------------------------------------------------------------------
 
 def _write(tmp_path, family, extra=None):
