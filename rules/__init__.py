@@ -5,6 +5,7 @@ A test checks that every ``sitsNNN_*.py`` module in this folder is listed here.
 
 from sits_doctor.rules import (
     sits001_unbounded_kv_cache,
+    sits003_materialized_causal_mask,
     sits004_rope_recomputed_per_layer,
     sits007_full_precision_kv_at_long_context,
     sits101_silent_attention_downgrade,
@@ -17,6 +18,7 @@ from sits_doctor.rules import (
 
 RULES = (
     sits001_unbounded_kv_cache,
+    sits003_materialized_causal_mask,
     sits004_rope_recomputed_per_layer,
     sits007_full_precision_kv_at_long_context,
     sits101_silent_attention_downgrade,

@@ -68,3 +68,8 @@ def cc_tuple(text) -> tuple[int, int] | None:
     if not (major.isdigit() and minor.isdigit()):
         return None
     return int(major), int(minor)
+
+# Logit soft-capping (Gemma 2, ...): SDPA cannot apply it; integrations/sdpa_attention.py@v5.24.0
+# raises ValueError("`sdpa` attention does not support `softcap`...") when a model passes one, so
+# eager (or flex / flash-attn) is the right choice for such a model, not a waste.
+SOFTCAP_KEY = "attn_logit_softcapping"
