@@ -16,12 +16,14 @@ instead of skipping them:
 ## Why it hurts
 Causal attention over `n` tokens needs about half of the `n×n` score blocks. A kernel told the mask
 is causal skips the rest and never stores a score; eager attention and the unfused TensorRT-LLM
-path compute all `n×n` scores, store them (quadratic memory: 32 heads × 8192² scores × 2 bytes = 4 GiB of
-bf16 scores per layer for one 8192-token sequence), add the mask and read them back for the softmax. An explicit
-mask keeps SDPA off its flash kernel and makes the fused kernels that accept one read the mask
-and compute every block. Measured on an H200 (torch 2.11, bf16, B=4, H=32, S=4096, D=128):
-causal SDPA with `is_causal=True` 1.04 ms, the same attention given an explicit boolean causal
-mask 3.35 ms.
+path compute all `n×n` scores, store them (quadratic memory: 32 heads × 8192² scores × 2 bytes
+= 4 GiB of bf16 scores per layer for one 8192-token sequence), add the mask and read them back for
+the softmax. An explicit mask keeps SDPA off its flash kernel and makes the fused kernels that
+accept one read the mask and compute every block. On an H200 (torch 2.11, bf16; B=4, H=32,
+D=128), a 512-query chunk over 8192 keys took 0.83 ms through SDPA even with torch's own
+bottom-right causal bias (`causal_lower_right`, no boolean mask tensor) and 0.59 ms in
+`causal_trim`, which applies the causal bound itself (bench/results/kernels-h200-2026-11-29.md in
+this repository).
 
 ## Example
 ```json file=model/config.json target=transformers==5.24.0

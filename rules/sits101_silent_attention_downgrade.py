@@ -66,7 +66,7 @@ machine for each dtype, head size and mask (float32 never gets flash or cuDNN).
   GPUs or newer").
 - PyTorch `aten/src/ATen/native/transformers/cuda/sdp_utils.cpp` (flash and cuDNN take fp16/bf16).
 - vLLM `vllm/platforms/cuda.py` `get_attn_backend_cls` and `vllm/v1/attention/backends/`
-  `supports_compute_capability` @v0.12.0 and @v0.33.0.
+  `supports_compute_capability` @v0.12.0, @v0.13.0 and @v0.33.0 (the wheels from PyPI).
 """
 
 from __future__ import annotations
