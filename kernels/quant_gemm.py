@@ -72,7 +72,7 @@ def _prune_gemm(configs, named_args, **kwargs):
 
 
 @triton.autotune(configs=_gemm_configs(), key=["M_BUCKET", "N", "K", "IS_FP8"],
-                 prune_configs_by={"early_config_prune": _prune_gemm})
+                 prune_configs_by={"early_config_prune": _prune_gemm}, warmup=5, rep=20)
 @triton.jit
 def _w8a8_kernel(
     c_ptr, stride_cm, stride_cn,

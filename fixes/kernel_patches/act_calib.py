@@ -31,7 +31,8 @@ activation dtype, then the bf16 weight: the activation quantization alone; the C
 switches a patch to the per-tensor static scales its calibrators hold (what SITS005 reports);
 :func:`thaw` goes back to dynamic. This changes numerics: verification uses ``RTOL_BY_MODE``
 (relative to the largest reference logit), looser than the exact patches'; ``patch.error`` is the
-measured error. The calibrators are reset after verification.
+measured error. Verification runs every call through the quantized path (``min_rows`` 0); the
+table's ``min_rows`` applies from then on. The calibrators are reset after verification.
 """
 
 from __future__ import annotations
@@ -363,6 +364,8 @@ def install(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", backen
         for _, mlp, gu, down in mlps:
             mlp.__dict__["forward"] = _mlp_forward(mlp, gu, down)
             undo.push(lambda mlp=mlp: mlp.__dict__.pop("forward", None))
+        for g in groups:  # verification checks the quantized path at every row count
+            g.min_rows = 0
     except BaseException:
         undo()
         raise
@@ -380,6 +383,7 @@ def _reset(patch: Patch) -> None:
 
     for g in patch.info["_groups"]:
         g.cal = LazyCalibrator(QMAX[g.qdtype])
+        g.min_rows = int(patch.info["dispatch"]["min_rows"])
     patch.info["calibrators"] = {name: g.cal for g in patch.info["_groups"] for name in g.names}
     for c in patch.info["_state"].values():
         c.clear()

@@ -24,8 +24,10 @@ Before installing, the cache is checked against the
 model's own rotary module (its ``inv_freq`` and ``attention_scaling``), so a rope type the builder
 reads differently is refused rather than verified by luck.
 
-Falls back per call to the original math (cos/sin gathered from the same cache) when autograd
-needs the inputs (``apply_rope_`` is in place, inference only) or q/k are not [B, H, S, D].
+Calls of fewer than ``min_tokens`` tokens on CUDA (``rope_hoist_dispatch.json``, measured on the
+H200: decode, where a Triton launch's host time exceeds transformers' few small ops) take the
+original math with cos/sin gathered once per forward from the same cache. Falls back per call to
+the original math the same way when autograd needs the inputs (``apply_rope_`` is in place, inference only) or q/k are not [B, H, S, D].
 Refused: other model types, ``dynamic`` / ``longrope`` rope types (their frequencies depend on the
 current length, which a cache built once does not follow), a rotary dim different from the
 model's, training mode, a CPU model without ``TRITON_INTERPRET=1``.
@@ -34,8 +36,10 @@ model's, training mode, a CPU model without ``TRITON_INTERPRET=1``.
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import sys
+from pathlib import Path
 
 import torch
 
@@ -46,6 +50,18 @@ FAMILIES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
 LENGTH_DEPENDENT = frozenset({"dynamic", "longrope"})
 RTOL = DEFAULT_RTOL
 SYMBOL = "apply_rotary_pos_emb"
+
+DISPATCH_FILE = Path(__file__).with_name("rope_hoist_dispatch.json")
+
+
+def load_min_tokens(path: Path = DISPATCH_FILE) -> int:
+    """Tokens per call (B·S) from which the kernel is used on CUDA; fewer take the torch math.
+    From the committed H200 measurement (kernel vs transformers' apply_rotary_pos_emb, host time
+    included); 0 (always the kernel) without it."""
+    if not path.exists():
+        return 0
+    return int(json.loads(path.read_text()).get("min_tokens", 0))
+
 
 _globals: dict[str, dict] = {}  # modeling module name -> {"orig": fn, "refs": n}
 
@@ -59,6 +75,9 @@ class Hoisted:
         self.calls = 0
         self.fallbacks = 0
         self.checked = None  # the call layout apply_rope_ last validated
+        self.min_tokens = load_min_tokens()  # below this many tokens a call takes the torch math
+        self.small = 0
+        self._cs = (None, None, None)
         self.bound = None  # an upper bound of the positions seen since the last multi-token call
         self.syncs = 0
 
@@ -68,6 +87,14 @@ class Hoisted:
             while n <= max_pos:
                 n *= 2
             self.cache = self._build(n)
+
+    def cos_sin_cached(self, position_ids: torch.Tensor, dtype: torch.dtype):
+        """:meth:`cos_sin`, computed once per position_ids tensor (once per forward)."""
+        pid, dt, cs = self._cs
+        if pid is not position_ids or dt != dtype:
+            cs = self.cos_sin(position_ids, dtype)
+            self._cs = (position_ids, dtype, cs)
+        return cs
 
     def cos_sin(self, position_ids: torch.Tensor, dtype: torch.dtype):
         """transformers' (cos, sin) [B, S, D] for the fallback path."""
@@ -82,6 +109,12 @@ def _dispatcher(orig):
             return orig(q, k, cos, sin, unsqueeze_dim)
         position_ids, hoisted = cos, sin
         needs_grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad)
+        if (q.dim() == 4 and q.shape[0] * q.shape[2] < hoisted.min_tokens and q.is_cuda) and not needs_grad:
+            # few tokens (decode): one Triton launch costs more host time than transformers' own
+            # elementwise ops (measured table); cos/sin are gathered once per forward from the table
+            hoisted.small += 1
+            c, s = hoisted.cos_sin_cached(position_ids, q.dtype)
+            return orig(q, k, c, s, unsqueeze_dim)
         if unsqueeze_dim == 1 and q.dim() == 4 and k.dim() == 4 and not needs_grad:
             from sits_doctor.kernels.rope import apply_rope_, apply_rope_unchecked_
 
@@ -225,6 +258,7 @@ def install(model):
     # with (rounded to bf16/fp16 when the model was cast): identical angles at every length.
     build = _from_inv_freq(inv_freq, scaling)
     hoisted = Hoisted(build(max_len), build)
+    hoisted.min_tokens = 0  # verification checks the kernel at every size; apply() restores the table
     module_name = type(_attention_modules(model)[0]).__module__
 
     def forward(x, position_ids=None, *args, **kwargs):
@@ -259,4 +293,7 @@ def install(model):
 
 def apply(model, **kw) -> Patch:
     """Hoist the model's RoPE into one cache + in-place kernel; verified on a probe batch."""
-    return apply_verified(model, NAME, check, install, rtol_table=RTOL, **kw)
+    def after_verify(patch: Patch) -> None:
+        patch.info["hoisted"].min_tokens = load_min_tokens()
+
+    return apply_verified(model, NAME, check, install, rtol_table=RTOL, after_verify=after_verify, **kw)

@@ -1,0 +1,510 @@
+"""End-to-end speed of the kernel patches on a Llama-3.1-8B-shaped model with random bf16 weights.
+
+    python bench/e2e_patches.py --out DIR          # one GPU (bf16, ~40 GB), about 8 minutes
+
+Nothing is downloaded: the model is ``LlamaForCausalLM(config)`` from
+fixtures/hf/llama-3.1-8b-instruct/config.json, initialised randomly on the GPU in bf16 under a
+fixed seed. One run does, in order:
+
+1. **Dispatch measurements** that the patches' routing tables are written from (into
+   fixes/kernel_patches/*_dispatch.json, and DIR): attention per call shape — the causal_trim kernel
+   against transformers' ``sdpa_attention_forward`` exactly as ``causal_trim.attention_forward``
+   would call each (padded batches: the kernel's bounds path vs sdpa with the materialised mask),
+   with the kernel's output checked against sdpa's on the real rows; RoPE (kernel vs
+   transformers' ``apply_rotary_pos_emb``) per token count; the quantized products (activation
+   quantization included) against the bf16 ``F.linear`` per row count, for the four projection
+   shapes of a layer, checked against a float64 product of the same quantized operands.
+   Times are host-inclusive: N calls back to back, then one synchronize, divided by N, median of
+   5 — the cost a call adds to an eager forward, launch overhead included.
+2. **End to end**, each row a fresh patch of the same model (the patches are verified against the
+   unpatched model when applied): prefill of 4k and 16k tokens (``model(ids, logits_to_keep=1)``
+   with a fresh DynamicCache, as generate's prefill), a left-padded batch of 8 prompts of mixed
+   lengths, ``generate()`` at batch 1 and of a left-padded batch of 8 (greedy, no early stop).
+   Median of 5 (prefill) or 3 (generate) after warm-up runs. Unpatched sdpa = 1.00x; eager for scale.
+3. **act_calib accuracy**: logits of an evaluation batch against the unpatched model, with
+   dynamic per-token scales and with static scales calibrated on a different batch.
+
+Writes DIR/e2e.json and prints the tables (markdown).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
+
+try:
+    import sits_doctor  # noqa: F401
+    from sits_doctor.fixes import kernel_patches as kp
+except ImportError:  # a bare checkout: make the package importable from the tree
+    import importlib.util
+    import types
+
+    pkg = types.ModuleType("sits_doctor")
+    pkg.__path__ = [str(REPO / "sits_doctor")]
+    sys.modules["sits_doctor"] = pkg
+    for sub, folder in (("fixes", "fixes"), ("kernels", "kernels")):
+        spec = importlib.util.spec_from_file_location(f"sits_doctor.{sub}", REPO / folder / "__init__.py",
+                                                      submodule_search_locations=[str(REPO / folder)])
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[f"sits_doctor.{sub}"] = mod
+        spec.loader.exec_module(mod)
+    from sits_doctor.fixes import kernel_patches as kp
+
+from sits_doctor.fixes.kernel_patches import act_calib, causal_trim, rope_hoist  # noqa: E402
+
+CONFIG = REPO / "fixtures" / "hf" / "llama-3.1-8b-instruct" / "config.json"
+PAD_PREFILL = [2048, 1792, 1536, 1280, 1024, 768, 512, 256]  # padded batch-8 prefill (left padding)
+PAD_GEN = [512, 448, 384, 320, 256, 192, 128, 64]  # padded batch-8 generate
+GEN_PROMPT, GEN_NEW = 512, 64
+T0 = time.time()
+LOG: list[str] = []
+
+
+def log(msg: str) -> None:
+    line = f"[{time.time() - T0:6.1f}s] {msg}"
+    LOG.append(line)
+    print(line, flush=True)
+
+
+def sync():
+    torch.cuda.synchronize()
+
+
+def host_inclusive(fn, n=20, reps=5, warm=3) -> float:
+    """µs per call: n calls back to back then a sync, median over reps."""
+    for _ in range(warm):
+        fn()
+    sync()
+    out = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        for _ in range(n):
+            fn()
+        sync()
+        out.append((time.perf_counter() - t) / n * 1e6)
+    return statistics.median(out)
+
+
+def timed(fn, reps, warm) -> tuple[float, list[float]]:
+    for _ in range(warm):
+        fn()
+    sync()
+    ts = []
+    for _ in range(reps):
+        sync()
+        t = time.perf_counter()
+        fn()
+        sync()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts), ts
+
+
+# --------------------------------------------------------------------------------------------
+# 1. dispatch measurements
+# --------------------------------------------------------------------------------------------
+class _Attn(torch.nn.Module):
+    is_causal = True
+
+    def __init__(self, groups):
+        super().__init__()
+        self.num_key_value_groups = groups
+
+
+def _pad_mask(lengths, total, device):
+    m = torch.zeros(len(lengths), total, dtype=torch.long, device=device)
+    for i, n in enumerate(lengths):
+        m[i, total - n:] = 1
+    return m
+
+
+def measure_attention(dev) -> list[dict]:
+    Hq, Hk, D = 32, 8, 128
+    mod = _Attn(Hq // Hk)
+    rows = []
+    cases = []
+    for b, ks in ((1, (512, 2048, 4096, 16384)), (8, (512, 2048))):
+        cases += [("prefill", False, b, k, None) for k in ks]
+    for b, ks in ((2, (512, 2048)), (8, (512, 2048))):
+        cases += [("prefill", True, b, k, None) for k in ks]
+    for b, ks in ((1, (512, 4096, 16384)), (8, (512, 2048, 4096))):
+        cases += [("decode", False, b, k, None) for k in ks]
+    for b, ks in ((2, (512, 2048)), (8, (512, 2048, 4096))):
+        cases += [("decode", True, b, k, None) for k in ks]
+    cases.append(("chunk", False, 1, 8192, 512))
+    g = torch.Generator(device=dev).manual_seed(0)
+    for phase, padded, b, k, qlen in cases:
+        sq = {"prefill": k, "decode": 1, "chunk": qlen}[phase]
+        q = torch.randn(b, sq, Hq, D, device=dev, dtype=torch.bfloat16, generator=g).transpose(1, 2)
+        kk = torch.randn(b, Hk, k, D, device=dev, dtype=torch.bfloat16, generator=g)
+        vv = torch.randn(b, Hk, k, D, device=dev, dtype=torch.bfloat16, generator=g)
+        mask = None
+        if padded:  # mixed lengths down to a quarter of k, left padded (generate's layout)
+            lengths = [max(1, k - (k * 3 // 4) * i // max(1, b - 1)) for i in range(b)]
+            mask = causal_trim.mask_function(b, sq, k, k - sq, 0, attention_mask=_pad_mask(lengths, k, dev).bool(),
+                                             device=dev)
+            assert isinstance(mask, causal_trim.PaddedCausal), type(mask)
+            mask.mask4d()  # built once per forward in a model: not part of the per-call cost
+        res = {}
+        for path in ("kernel", "sdpa"):
+            mod.__dict__[causal_trim._POLICY_ATTR] = path
+            fn = lambda: causal_trim.attention_forward(mod, q, kk, vv, mask, scaling=D ** -0.5)  # noqa: E731
+            res[path] = host_inclusive(fn, n=5 if (phase == "prefill" and k >= 4096) else 20)
+            res[path + "_out"] = fn()[0]
+        err = None
+        if padded or phase != "prefill" or k <= 4096:
+            a, r = res.pop("kernel_out").float(), res.pop("sdpa_out").float()
+            if padded:  # the real query rows only
+                qb = mask.bounds_q.tolist()
+                sel = torch.zeros(b, sq, dtype=torch.bool, device=dev)
+                for i, (s0, s1) in enumerate(qb):
+                    sel[i, s0:s1] = True
+                a, r = a[sel], r[sel]
+            err = float((a - r).abs().max() / r.abs().max().clamp_min(1e-6)) if r.numel() else 0.0
+        res.pop("kernel_out", None)
+        res.pop("sdpa_out", None)
+        row = {"phase": phase, "padded": padded, "batch": b, "k_len": k, "q_len": sq,
+               "kernel_us": round(res["kernel"], 1), "sdpa_us": round(res["sdpa"], 1), "max_rel_err": err}
+        rows.append(row)
+        log(f"attn {phase:7s} padded={padded!s:5s} B={b} q={sq} k={k}: kernel {res['kernel']:.1f} µs, "
+            f"sdpa {res['sdpa']:.1f} µs, err {err}")
+    return rows
+
+
+def measure_rope(dev) -> list[dict]:
+    from sits_doctor.kernels.rope import RopeCache, apply_rope_unchecked_
+    from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+
+    Hq, Hk, D = 32, 8, 128
+    inv = 1.0 / (500000 ** (torch.arange(0, D, 2, device=dev).float() / D))
+    ang = torch.arange(32768, device=dev).float()[:, None] * inv[None]
+    cache = RopeCache(ang.cos(), ang.sin(), D, 1.0)
+    rows = []
+    for b, s in ((1, 1), (8, 1), (1, 64), (1, 512), (1, 4096)):
+        q = torch.randn(b, s, Hq, D, device=dev, dtype=torch.bfloat16).transpose(1, 2)
+        k = torch.randn(b, s, Hk, D, device=dev, dtype=torch.bfloat16).transpose(1, 2)
+        pos = torch.arange(100, 100 + s, device=dev)[None].expand(b, s)
+        c = torch.cat([cache.cos[pos]] * 2, -1).to(torch.bfloat16)
+        sn = torch.cat([cache.sin[pos]] * 2, -1).to(torch.bfloat16)
+        kern = host_inclusive(lambda: apply_rope_unchecked_(q, k, cache, pos))
+        torch_ = host_inclusive(lambda: apply_rotary_pos_emb(q, k, c, sn))
+        rows.append({"tokens": b * s, "kernel_us": round(kern, 1), "torch_us": round(torch_, 1)})
+        log(f"rope tokens={b * s}: kernel {kern:.1f} µs, transformers {torch_:.1f} µs")
+    return rows
+
+
+def measure_gemm(dev) -> list[dict]:
+    from sits_doctor.kernels import quant_gemm as qg
+    from sits_doctor.kernels.act_quant import quantize_per_token
+
+    shapes = [(6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336)]  # qkv, o, gate|up, down
+    ws = {}
+    for n, k in shapes:
+        w = torch.randn(n, k, device=dev, dtype=torch.bfloat16) * 0.02
+        ws[(n, k)] = {"bf16": w}
+        for dt in (torch.int8, torch.float8_e4m3fn):
+            wq, s = quantize_per_token(w, dt)
+            ws[(n, k)][dt] = (wq, s.reshape(1, -1).contiguous())
+    variants = {
+        "int8_triton": (torch.int8, qg.w8a8_gemm),
+        "int8_int_mm": (torch.int8, qg.int_mm_gemm),
+        "fp8_scaled_mm": (torch.float8_e4m3fn, qg.scaled_mm_gemm),
+        "fp8_triton": (torch.float8_e4m3fn, qg.w8a8_gemm),
+    }
+    rows = []
+    for m in (16, 64, 256, 1024, 4096, 16384):
+        row = {"rows": m}
+        xs = {(n, k): torch.randn(m, k, device=dev, dtype=torch.bfloat16) for n, k in shapes}
+        row["bf16_us"] = round(sum(host_inclusive(lambda x=xs[s], w=ws[s]["bf16"]: F.linear(x, w))
+                                   for s in shapes), 1)
+        for name, (dt, fn) in variants.items():
+            try:
+                def call(s, fn=fn, dt=dt):
+                    q, sa = quantize_per_token(xs[s], dt)
+                    return fn(q, ws[s][dt][0], sa, ws[s][dt][1], None, torch.bfloat16)
+                t = sum(host_inclusive(lambda s=s: call(s), n=10) for s in shapes)
+                s0 = shapes[0]
+                q, sa = quantize_per_token(xs[s0], dt)
+                got = fn(q, ws[s0][dt][0], sa, ws[s0][dt][1], None, torch.float32)
+                ref = qg.w8a8_reference(q.float(), ws[s0][dt][0].float(), sa, ws[s0][dt][1], None, torch.float64)
+                err = float((got.double() - ref).abs().max() / ref.abs().max())
+                row[name + "_us"], row[name + "_err"] = round(t, 1), err
+            except Exception as exc:  # noqa: BLE001 - a backend that refuses a shape is a result
+                row[name + "_us"], row[name + "_err"] = None, f"{type(exc).__name__}: {exc}"[:200]
+        rows.append(row)
+        log("gemm " + json.dumps(row))
+    return rows
+
+
+def write_tables(attn, rope, gemm, out: Path) -> dict:
+    meta = {"device": torch.cuda.get_device_name(), "measured": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "by": "bench/e2e_patches.py", "note": "host-inclusive µs per call (N calls then one sync), median of 5"}
+    ct = dict(meta, margin=0.02, rule="kernel where kernel_us < sdpa_us * (1 - margin), else sdpa",
+              entries=attn)
+    lo = [r["tokens"] for r in rope if r["kernel_us"] >= r["torch_us"]]
+    rh = dict(meta, min_tokens=(max(lo) + 1) if lo else 0, rows=rope,
+              rule="tokens per call from which the kernel measured faster than transformers' math")
+    modes = {}
+    for mode, cands in (("int8", ("int8_triton", "int8_int_mm")), ("fp8", ("fp8_scaled_mm", "fp8_triton"))):
+        big = [r for r in gemm if r["rows"] >= 1024]
+
+        def total(c):
+            v = [r.get(c + "_us") for r in big]
+            return math.inf if any(x is None for x in v) else sum(v)
+        backend = min(cands, key=total)
+        slower = [r["rows"] for r in gemm if (r.get(backend + "_us") or math.inf) >= r["bf16_us"]]
+        modes[mode] = {"backend": backend.split("_", 1)[1], "min_rows": (max(slower) + 1) if slower else 0}
+    ac = dict(meta, modes=modes, rows=gemm,
+              rule="backend: fastest summed over rows >= 1024; min_rows: above the largest row count where "
+                   "the quantized product (activation quantization included) was not faster than bf16")
+    files = {"causal_trim_dispatch.json": ct, "rope_hoist_dispatch.json": rh, "act_calib_dispatch.json": ac}
+    for name, data in files.items():
+        text = json.dumps(data, indent=1) + "\n"
+        (REPO / "fixes" / "kernel_patches" / name).write_text(text)
+        (out / name).write_text(text)
+    causal_trim.set_table(None)
+    return files
+
+
+# --------------------------------------------------------------------------------------------
+# 2. end to end
+# --------------------------------------------------------------------------------------------
+def build_model(dev):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    cfg = LlamaConfig(**json.loads(CONFIG.read_text()))
+    cfg._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    with torch.device(dev):
+        model = LlamaForCausalLM(cfg)
+    torch.set_default_dtype(prev)
+    model.eval()
+    model.generation_config.eos_token_id = None
+    model.generation_config.pad_token_id = 0
+    return model
+
+
+def inputs(dev, vocab):
+    g = torch.Generator(device="cpu").manual_seed(1)
+    ids = lambda b, s: torch.randint(3, vocab, (b, s), generator=g).to(dev)  # noqa: E731
+    out = {"p4k": ids(1, 4096), "p16k": ids(1, 16384), "gen1": ids(1, GEN_PROMPT)}
+    for key, lens in (("pad8", PAD_PREFILL), ("gen8", PAD_GEN)):
+        s = max(lens)
+        x = ids(8, s)
+        m = _pad_mask(lens, s, dev)
+        out[key] = (x * m, m)
+    return out
+
+
+@torch.no_grad()
+def run_row(model, data, quick=False) -> dict:
+    from transformers import DynamicCache
+
+    def prefill(ids, mask=None):
+        return lambda: model(input_ids=ids, attention_mask=mask, past_key_values=DynamicCache(config=model.config),
+                             use_cache=True, logits_to_keep=1)
+
+    def gen(ids, mask=None):
+        kw = dict(max_new_tokens=GEN_NEW, min_new_tokens=GEN_NEW, do_sample=False, pad_token_id=0)
+        return lambda: model.generate(ids, attention_mask=mask if mask is not None else torch.ones_like(ids), **kw)
+
+    res = {}
+    for col, fn, reps, warm, tokens in (
+        ("prefill_4k", prefill(data["p4k"]), 5, 2, None),
+        ("prefill_16k", prefill(data["p16k"]), 3, 1, None),
+        ("prefill_pad8", prefill(*data["pad8"]), 5, 2, None),
+        ("generate_b1", gen(data["gen1"]), 3, 1, GEN_NEW),
+        ("generate_pad8", gen(*data["gen8"]), 3, 1, 8 * GEN_NEW),
+    ):
+        try:
+            med, ts = timed(fn, reps, warm)
+            res[col] = {"s": med, "all_s": ts}
+            if tokens:
+                res[col]["tok_s"] = tokens / med
+        except torch.OutOfMemoryError as exc:
+            res[col] = {"error": f"OOM: {str(exc)[:120]}"}
+            torch.cuda.empty_cache()
+        log(f"   {col}: {res[col].get('s', res[col].get('error'))}")
+    return res
+
+
+@torch.no_grad()
+def accuracy(model, dev) -> dict:
+    g = torch.Generator(device="cpu").manual_seed(7)
+    calib = torch.randint(3, model.config.vocab_size, (4, 512), generator=g).to(dev)
+    evalb = torch.randint(3, model.config.vocab_size, (4, 512), generator=g).to(dev)
+    ref = model(input_ids=evalb).logits.float()
+    out = {}
+    for mode in ("int8", "fp8"):
+        ps = kp.patch(model, ["act_calib"], options={"act_calib": {"mode": mode}})
+        p = ps["act_calib"]
+        try:
+            got = model(input_ids=evalb).logits.float()
+            dyn = _acc(got, ref)
+            act_calib._reset(p)  # calibrate on the calibration batch only
+            model(input_ids=calib)
+            act_calib.freeze_static(p)
+            got = model(input_ids=evalb).logits.float()
+            stat = _acc(got, ref)
+            out[mode] = {"verify_error": p.error, "dynamic": dyn, "static": stat}
+        finally:
+            kp.unpatch(ps)
+        log(f"accuracy {mode}: {out[mode]}")
+    return out
+
+
+def _acc(got, ref):
+    rel = float((got - ref).abs().max() / ref.abs().max())
+    top1 = float((got.argmax(-1) == ref.argmax(-1)).float().mean())
+    kl = float(F.kl_div(got.log_softmax(-1), ref.log_softmax(-1), log_target=True, reduction="batchmean")
+               / got.shape[1])
+    return {"max_rel_err": rel, "top1_agree": top1, "kl_per_token": kl}
+
+
+ROWS = [
+    ("sdpa", [], {}),
+    ("causal_trim", ["causal_trim"], {}),
+    ("rope_hoist", ["rope_hoist"], {}),
+    ("both", ["causal_trim", "rope_hoist"], {}),
+    ("act_calib int8", ["act_calib"], {"act_calib": {"mode": "int8"}}),
+    ("act_calib fp8", ["act_calib"], {"act_calib": {"mode": "fp8"}}),
+    ("eager", None, {}),
+    ("act_calib int8 static", ["act_calib"], {"act_calib": {"mode": "int8"}}),
+    ("act_calib fp8 static", ["act_calib"], {"act_calib": {"mode": "fp8"}}),
+]
+
+
+def env() -> dict:
+    import transformers
+    import triton
+
+    try:
+        drv = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception:  # noqa: BLE001
+        drv = "unknown"
+    return {"gpu": torch.cuda.get_device_name(), "driver": drv, "torch": torch.__version__,
+            "cuda": torch.version.cuda, "cudnn": torch.backends.cudnn.version(), "triton": triton.__version__,
+            "transformers": transformers.__version__, "python": platform.python_version(),
+            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join([Path(sys.argv[0]).as_posix()] + sys.argv[1:])}
+
+
+def table(results) -> str:
+    base = results["sdpa"]
+    cols = ["prefill_4k", "prefill_16k", "prefill_pad8", "generate_b1", "generate_pad8"]
+    head = "| patch | prefill 4k | prefill 16k | padded batch-8 prefill | generate b1 tok/s | generate padded b8 |"
+    lines = [head, "|---|---|---|---|---|---|"]
+    for name, res in results.items():
+        if not isinstance(res, dict) or "prefill_4k" not in res:
+            continue
+        cells = []
+        for c in cols:
+            r, b = res.get(c, {}), base.get(c, {})
+            if "s" not in r or "s" not in b:
+                cells.append(r.get("error", "n/a"))
+                continue
+            x = b["s"] / r["s"]
+            val = f"{r['tok_s']:.1f} tok/s" if "tok_s" in r else f"{r['s'] * 1e3:.1f} ms"
+            cells.append(f"{x:.2f}x ({val})")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--budget-s", type=float, default=470.0, help="stop starting new rows after this")
+    ap.add_argument("--skip-micro", action="store_true", help="use the committed dispatch tables")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    dev = torch.device("cuda")
+    report = {"env": env()}
+    log(json.dumps(report["env"]))
+
+    def save():
+        report["log"] = LOG
+        (out / "e2e.json").write_text(json.dumps(report, indent=1, default=str))
+
+    if not args.skip_micro:
+        report["attention"] = measure_attention(dev)
+        report["rope"] = measure_rope(dev)
+        report["gemm"] = measure_gemm(dev)
+        files = write_tables(report["attention"], report["rope"], report["gemm"], out)
+        report["dispatch"] = {"rope_min_tokens": files["rope_hoist_dispatch.json"]["min_tokens"],
+                              "act_calib": files["act_calib_dispatch.json"]["modes"]}
+        log("dispatch " + json.dumps(report["dispatch"]))
+        save()
+
+    model = build_model(dev)
+    data = inputs(dev, model.config.vocab_size)
+    log("model built")
+    results = {}
+    report["e2e"] = results
+    for name, names, options in ROWS:
+        if time.time() - T0 > args.budget_s:
+            results[name] = {"error": "skipped: time budget"}
+            log(f"skip {name}")
+            continue
+        log(f"row {name}")
+        ps = None
+        try:
+            if names is None:
+                model.set_attn_implementation("eager")
+            elif names:
+                ps = kp.patch(model, names, options=options)
+                results.setdefault("_verify", {})[name] = {p.name: p.error for p in ps.patches}
+                if name.endswith("static"):
+                    p = ps["act_calib"]
+                    g = torch.Generator(device="cpu").manual_seed(7)
+                    model(input_ids=torch.randint(3, model.config.vocab_size, (4, 512), generator=g).to(dev))
+                    act_calib.freeze_static(p)
+            causal_trim.STATS.clear()
+            results[name] = run_row(model, data, quick=name == "eager")
+            results[name]["stats"] = dict(causal_trim.STATS) if "causal_trim" in (names or []) else None
+            if ps is not None and "act_calib" in ps:
+                st = ps["act_calib"].info["_state"]
+                results[name]["act_calib_calls"] = {k: sum(v.values()) for k, v in st.items()}
+            if ps is not None and "rope_hoist" in ps:
+                h = ps["rope_hoist"].info["hoisted"]
+                results[name]["rope_calls"] = {"kernel": h.calls, "torch_small": h.small, "syncs": h.syncs}
+        except Exception as exc:  # noqa: BLE001 - a row that fails is reported, the rest still run
+            results[name] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+            log(f"row {name} failed: {results[name]['error']}")
+        finally:
+            if ps is not None:
+                kp.unpatch(ps)
+            if names is None:
+                model.set_attn_implementation("sdpa")
+            torch.cuda.empty_cache()
+        save()
+    if time.time() - T0 < args.budget_s + 30:
+        try:
+            report["accuracy"] = accuracy(model, dev)
+        except Exception as exc:  # noqa: BLE001
+            report["accuracy"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    report["table"] = table(results)
+    save()
+    print(report["table"])
+    print(json.dumps(report.get("accuracy"), indent=1))
+
+
+if __name__ == "__main__":
+    main()
