@@ -24,7 +24,7 @@ from sits_doctor.engine import Context, PlanSummary, Report, gpu_spec
 from sits_doctor.errors import InputError, Notice
 from sits_doctor.finding import Finding, Fix, Location, Safety
 
-GENERATION = "generation_config"  # where generation_config's keys sit in a finding's pointer
+from sits_doctor.runtime_hf import GENERATION  # generation_config's keys sit under it in a finding's pointer
 
 
 def check_model(model, gpu=None, workload=None) -> Report:
@@ -129,7 +129,7 @@ class _LiveDocs:
             config["architectures"] = [self.cls]
         dtype_key = next((k for k in ("dtype", "torch_dtype") if k in config), "dtype")
         config[dtype_key] = str(model.dtype).removeprefix("torch.")  # save_pretrained writes the weights' dtype
-        generation = getattr(model, "generation_config", None)
+        generation = getattr(model, GENERATION, None)
         gen = {}
         if generation is not None:  # unset fields (None) are left out, as a generation_config.json leaves them
             gen = {k: v for k, v in json.loads(generation.to_json_string(use_diff=False)).items() if v is not None}

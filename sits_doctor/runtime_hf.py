@@ -23,7 +23,7 @@ from sits_doctor.facts import Runtime, Value
 from sits_doctor.frameworks import transformers as tf
 
 MAX_LAYERS = 4  # decoder layers built: enough for every layer kind (dense, MoE, sliding) to appear
-DTYPE_AUTO = "5.0.0"  # from_pretrained's dtype defaults to "auto" (the config's dtype) from here; float32 before
+GENERATION = tf.GENERATION_CACHE_KEY.partition(".")[0]  # the model attribute holding its GenerationConfig
 
 
 def available() -> str | None:
@@ -103,7 +103,7 @@ def read_built(built, src: str, *, layers: int, quant=None, cache: Value | None 
     shown = tuple(sorted({next((pre.rsplit(".", 2)[0] + ".*." + p[len(pre):] for pre in prefixes if p.startswith(pre)), p)
                           for p in rotary}))
     if cache is None:
-        generation = getattr(built, "generation_config", None)
+        generation = getattr(built, GENERATION, None)
         asked = getattr(generation, "cache_implementation", None)
         cache = Value.default(asked or tf.DEFAULT_CACHE,
                               f"generation_config.cache_implementation; {src}" if asked else f"generate() default; {src}")
@@ -129,9 +129,10 @@ def _load_dtype(built, version: str, src: str) -> Value:
     """The dtype ``from_pretrained`` loads the weights in when none is asked for: the config's
     (transformers 5: dtype="auto", which is also what ``from_config`` built on the meta device),
     float32 in transformers 4 (``torch_dtype`` defaults to float32 there)."""
+    from sits_doctor.frameworks.transformers_attention import DTYPE_AUTO_DEFAULT
     from sits_doctor.versions import V
 
-    if V(version) >= V(DTYPE_AUTO):
+    if V(version) >= V(DTYPE_AUTO_DEFAULT):
         return Value.default(_dtype_name(built.dtype), f"{src}: from_pretrained's default dtype='auto' "
                                                        "(the config's dtype, else float32)")
     return Value.default("float32", f"from_pretrained's default in transformers {version} (float32 unless "
