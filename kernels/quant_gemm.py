@@ -106,16 +106,23 @@ def _w8a8_kernel(
         acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.int32)
     for k0 in range(0, K, BLOCK_K):
         k_ok = offs_k < K - k0
+        # fp8 operands arrive as their bytes (uint8): a masked load's fill is then an integer 0,
+        # which Triton 3.6 cannot convert to e4m3; the bitcast is free
         a = tl.load(a_ptrs, mask=m_ok[:, None] & k_ok[None, :], other=0)
         w = tl.load(w_ptrs, mask=n_ok[None, :] & k_ok[:, None], other=0)
+        if IS_FP8 and not WIDEN:
+            a = a.to(tl.float8e4nv, bitcast=True)
+            w = w.to(tl.float8e4nv, bitcast=True)
         if WIDEN:  # the CPU interpreter: products in fp32 (exact for int8 while K·127² < 2**24)
             part = tl.dot(a.to(tl.float32), w.to(tl.float32), input_precision="ieee")
             if IS_FP8:
                 acc += part
             else:
                 acc += part.to(tl.int32)
-        else:
+        elif IS_FP8:
             acc = tl.dot(a, w, acc)
+        else:
+            acc = tl.dot(a, w, acc, out_dtype=tl.int32)
         a_ptrs += BLOCK_K * stride_ak
         w_ptrs += BLOCK_K * stride_wk
     sa = tl.load(sa_ptr + offs_m, mask=m_ok, other=0.0)
@@ -150,8 +157,8 @@ def w8a8_gemm(a_q, w_q, sa, sw, bias=None, out_dtype=torch.bfloat16, out=None):
         return out
     is_fp8 = a_q.dtype == torch.float8_e4m3fn
     a_arg, w_arg = a_q, w_q
-    if is_fp8 and _INTERPRET:  # the interpreter reads e4m3 through torch's own conversion
-        a_arg, w_arg = a_q.float(), w_q.float()
+    if is_fp8:  # the interpreter reads e4m3 through torch's own conversion; the GPU its bytes
+        a_arg, w_arg = (a_q.float(), w_q.float()) if _INTERPRET else (a_q.view(torch.uint8), w_q.view(torch.uint8))
     sa_c, sw_c = sa.reshape(-1).contiguous(), sw.reshape(-1).contiguous()
     has_bias = bias is not None
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
