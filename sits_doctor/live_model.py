@@ -37,7 +37,8 @@ def check_model(model, gpu=None, workload=None) -> Report:
     - ``workload``: reserved for request-shape profiles, which do not exist yet: only ``None``
       is accepted (anything else raises ValueError).
 
-    Returns the :class:`~sits_doctor.engine.Report` the CLI renders (``report.runtime`` holds what
+    A model wrapped by ``torch.compile`` or PEFT is checked through the model inside. Returns the
+    :class:`~sits_doctor.engine.Report` the CLI renders (``report.runtime`` holds what
     the model runs). Raises TypeError when ``model`` is not a transformers ``PreTrainedModel``,
     ValueError for an unknown GPU or a workload.
     """
@@ -46,6 +47,7 @@ def check_model(model, gpu=None, workload=None) -> Report:
                          "workload=None for now")
     from transformers import PreTrainedModel
 
+    model = _unwrapped(model)
     if not isinstance(model, PreTrainedModel):
         raise TypeError(f"check_model needs a transformers PreTrainedModel (from from_pretrained or from_config), "
                         f"not {type(model).__module__}.{type(model).__qualname__}")
@@ -90,6 +92,19 @@ def check_model(model, gpu=None, workload=None) -> Report:
     unique = {(f.sort_key(), f.plan): f for f in map(live.relocate, found)}
     report.findings = sorted(unique.values(), key=Finding.sort_key)
     return report
+
+
+def _unwrapped(model):
+    """The transformers model inside the wrappers it is usually served in: ``torch.compile``'s
+    ``OptimizedModule`` (``_orig_mod``) and PEFT's ``PeftModel`` (``get_base_model()``)."""
+    for _ in range(4):  # a compiled PEFT model: two layers of wrapping
+        inner = getattr(model, "_orig_mod", None)
+        if inner is None and callable(getattr(model, "get_base_model", None)):
+            inner = model.get_base_model()
+        if inner is None or inner is model:
+            return model
+        model = inner
+    return model
 
 
 def _gpu(gpu):

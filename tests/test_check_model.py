@@ -225,6 +225,24 @@ def test_a_workload_is_refused_clearly(workload):
         sits_doctor.check_model(llama(), workload=workload)
 
 
+def test_a_compiled_or_peft_wrapped_model_is_checked_through_the_model_inside():
+    model = AutoModelForCausalLM.from_config(LlamaConfig(**TINY), attn_implementation="eager")
+    compiled = torch.compile(model)  # nothing is compiled until it is called
+    assert not isinstance(compiled, transformers.PreTrainedModel)
+    assert runtime(sits_doctor.check_model(compiled)).attention.value == "eager"
+
+    class PeftLike(torch.nn.Module):  # the part of peft.PeftModel check_model relies on
+        def __init__(self, base):
+            super().__init__()
+            self.base_model = base
+
+        def get_base_model(self):
+            return self.base_model
+
+    report = sits_doctor.check_model(torch.compile(PeftLike(model)))
+    assert runtime(report).model_class == "LlamaForCausalLM" and runtime(report).attention.value == "eager"
+
+
 @pytest.mark.parametrize("thing", ["meta-llama/Llama-3.1-8B", torch.nn.Linear(2, 2), None])
 def test_only_a_transformers_model_is_accepted(thing):
     with pytest.raises(TypeError, match="needs a transformers PreTrainedModel"):
