@@ -10,8 +10,9 @@ instead of skipping them:
 - `generation_config.json` `prefill_chunk_size` (transformers 4.51 and later) with SDPA: every chunk
   after the first has fewer queries than keys, so transformers hands SDPA an explicit bottom-right
   boolean mask instead of `is_causal`, and torch cannot use its flash kernel for it.
-- A TensorRT-LLM engine built with `plugin_config.context_fmha` disabled: the context phase writes
-  the whole `Q*K^T` matrix to memory before the softmax.
+- A TensorRT-LLM engine built with `plugin_config.context_fmha` disabled, or an LLM-API config on
+  the TensorRT backend (`backend: tensorrt`) that builds one: the context phase writes the whole
+  `Q*K^T` matrix to memory before the softmax. (The PyTorch backend has no `build_config`.)
 
 ## Why it hurts
 Causal attention over `n` tokens needs about half of the `n×n` score blocks. A kernel told the mask
@@ -45,7 +46,8 @@ Use instead:
 with it the last bits of the output). For chunked prefill, `sits_doctor.patch(model, ["causal_trim"])`
 runs each chunk through a kernel that applies the bottom-right causal mask itself (shown, not
 applied); removing `prefill_chunk_size` gives up the memory it saves. A TensorRT-LLM engine has to
-be rebuilt with `trtllm-build --context_fmha enable` (shown).
+be rebuilt with `trtllm-build --context_fmha enable` (shown); in an LLM-API config the fix writes
+`context_fmha: true` (unsafe: the engine it builds changes).
 
 ## How it is measured
 Not measured by `check`. The kernel figures above come from the bench of this project
@@ -71,6 +73,7 @@ from typing import Iterator
 from sits_doctor.finding import Finding, Safety, Severity
 from sits_doctor.fixes import config as edit
 from sits_doctor.frameworks import transformers_attention as ta
+from sits_doctor.frameworks import trtllm as trt
 from sits_doctor.frameworks import trtllm_attention as tra
 from sits_doctor.plan import Plan
 from sits_doctor.rule import Rule
@@ -91,7 +94,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     if plan.framework == "hf" and plan.kind == "hf-config":
         yield from _eager(plan, ctx)
         yield from _chunked_prefill(plan, ctx)
-    elif plan.framework == "trtllm" and plan.kind == "trtllm-engine":
+    elif plan.framework == "trtllm" and (plan.kind == "trtllm-engine" or (
+            plan.kind == "trtllm-llmapi" and plan.value(trt.BACKEND) in trt.TENSORRT_BACKENDS)):
         yield from _context_fmha(plan, ctx)
 
 
@@ -155,11 +159,16 @@ def _context_fmha(plan: Plan, ctx) -> Iterator[Finding]:
     if flag is None or flag.value not in tra.OFF:
         return
     shown = "false" if flag.value is False else flag.value
+    built = plan.kind == "trtllm-engine"
+    if built:
+        fix = edit.display(flag, f"rebuild the engine: {tra.REBUILD}", "an engine's plugins are fixed when it is built")
+    else:
+        fix = edit.replace_value(flag, True, "build with context_fmha enabled", Safety.UNSAFE)
     yield RULE.finding(
         plan, flag,
-        f"the engine was built with context_fmha {shown}: its context phase stores the whole Q*K^T matrix "
+        f"the engine {'was' if built else 'is'} built with context_fmha {shown}: its context phase stores the whole Q*K^T matrix "
         "before the softmax (memory quadratic in the prompt length, and TensorRT-LLM's slowest attention path)",
         evidence=[f"context_fmha {shown} ({flag.prov})", f"target: {ctx.target}"],
-        fixes=[edit.display(flag, f"rebuild the engine: {tra.REBUILD}", "an engine's plugins are fixed when it is built")],
-        fix_hint=f"rebuild with {tra.REBUILD}",
+        fixes=[fix],
+        fix_hint=f"rebuild with {tra.REBUILD}" if built else "enable context_fmha (its default)",
     )

@@ -112,3 +112,25 @@ def test_engine_with_context_fmha_is_quiet(tmp_path, monkeypatch, value):
     data["build_config"]["plugin_config"]["context_fmha"] = value
     files = {"engine/config.json": json.dumps(data, indent=4)}
     assert harness.findings(tmp_path, monkeypatch, files, "engine/config.json", CODE) == []
+
+
+def test_llm_api_on_the_tensorrt_backend_builds_without_it(tmp_path, monkeypatch):
+    text = "backend: tensorrt\nmax_batch_size: 8\nbuild_config:\n  plugin_config:\n    context_fmha: false\n"
+    (f,) = harness.findings(tmp_path, monkeypatch, {"llm.yaml": text}, "llm.yaml", CODE, "trtllm==1.0.0")
+    assert f.message.startswith("the engine is built with context_fmha false")
+    assert (f.location.line, f.location.col) == (5, 5)
+    (fix,) = f.fixes
+    assert fix.safety.value == "unsafe"
+    assert apply_edits(text, fix.edits).endswith("    context_fmha: true\n")
+    # the PyTorch backend builds no engine: nothing to say here
+    text = text.replace("tensorrt", "pytorch")
+    assert harness.findings(tmp_path, monkeypatch, {"llm.yaml": text}, "llm.yaml", CODE, "trtllm==1.0.0") == []
+
+
+def test_prefill_chunk_of_one_token_counts(tmp_path, monkeypatch):
+    assert len(hf(tmp_path, monkeypatch, LLAMA, generation={"prefill_chunk_size": 1})) == 1
+
+
+def test_prefill_chunks_when_what_runs_is_unknown(tmp_path, monkeypatch):
+    # 4.51.0 is older than the 5.24.0 tables and nothing is asked: which implementation runs is not known
+    assert hf(tmp_path, monkeypatch, LLAMA, "transformers==4.51.0", generation={"prefill_chunk_size": 512}) == []

@@ -210,7 +210,8 @@ def test_backend_names_are_read_as_vllm_reads_them(tmp_path, monkeypatch):
 @pytest.mark.parametrize(("backend", "gpu", "needs"), [("CUTLASS_MLA", "H100", "compute capability 10.x"),
                                                        ("FLASHMLA", "A100", "compute capability 9.x or 10.x"),
                                                        ("FLASH_ATTN_MLA", "B200", "compute capability 9.x"),
-                                                       ("FLASHINFER", "V100", "compute capability 7.5 or newer")])
+                                                       ("FLASHINFER", "V100", "compute capability 7.5 or newer"),
+                                                       ("FLASHINFER_MLA", "H100", "compute capability 10.x")])
 def test_each_backend_has_its_own_gpus(tmp_path, monkeypatch, backend, gpu, needs):
     (f,) = vllm(tmp_path, monkeypatch, SERVE.format(backend), gpu=gpu)
     assert f"it needs {needs})" in f.message
@@ -218,6 +219,7 @@ def test_each_backend_has_its_own_gpus(tmp_path, monkeypatch, backend, gpu, need
 
 @pytest.mark.parametrize(("backend", "gpu", "target"), [
     ("FLASH_ATTN", "A10G", "vllm==0.33.0"), ("FLASHMLA", "H100", "vllm==0.33.0"), ("CUTLASS_MLA", "B200", "vllm==0.33.0"),
+    ("FLASHINFER_MLA", "B200", "vllm==0.33.0"),
     ("FLASHINFER", "T4", "vllm==0.33.0"), ("TRITON_ATTN", "T4", "vllm==0.33.0"), ("auto", "T4", "vllm==0.33.0"),
     ("FLASH_ATTN", "T4", "vllm==0.11.0"),  # no validation of a selected backend before 0.12.0
 ])
@@ -227,3 +229,36 @@ def test_backend_quiet(tmp_path, monkeypatch, backend, gpu, target):
 
 def test_backend_without_a_gpu_is_quiet(tmp_path, monkeypatch):
     assert vllm(tmp_path, monkeypatch, SERVE.format("FLASH_ATTN")) == []
+
+
+def test_first_release_judged(tmp_path, monkeypatch):
+    (f,) = hf(tmp_path, monkeypatch, {**LLAMA, "output_attentions": True}, "transformers==4.45.0")
+    assert "falls back to eager attention on every call" in f.message
+
+
+def test_flash_attention_2_on_compute_capability_8_0_runs(tmp_path, monkeypatch):
+    data = {**LLAMA, "_attn_implementation": "flash_attention_2"}
+    assert hf(tmp_path, monkeypatch, data, "transformers==5.24.0", gpu="A100") == []
+
+
+def test_pre_ampere_is_one_finding_even_without_flash_attn(tmp_path, monkeypatch):
+    installed(monkeypatch)
+    (f,) = hf(tmp_path, monkeypatch, {**LLAMA, "_attn_implementation": "flash_attention_2"}, gpu="T4")
+    assert "RuntimeError" in f.message
+
+
+def test_gpu_known_only_by_its_memory(tmp_path, monkeypatch):
+    data = {**LLAMA, "torch_dtype": "float32"}
+    assert hf(tmp_path, monkeypatch, data, "transformers==5.24.0", gpu_memory=24 * 2**30) == []
+
+
+def test_backend_validation_starts_at_0_12(tmp_path, monkeypatch):
+    assert len(vllm(tmp_path, monkeypatch, SERVE.format("FLASH_ATTN"), "vllm==0.12.0", gpu="T4")) == 1
+
+
+@pytest.mark.parametrize(("text", "cc"), [("8.6", (8, 6)), ("10.0", (10, 0)), ("gfx942", None), ("9.x", None),
+                                          (None, None), (9.0, None)])
+def test_catalog_compute_capability_is_read_only_when_it_is_major_dot_minor(text, cc):
+    from sits_doctor.frameworks.transformers_attention import cc_tuple
+
+    assert cc_tuple(text) == cc
