@@ -74,6 +74,20 @@ class ModelDims(NamedTuple):
     param_parts: Value | None = None  # {"embeddings", "attention", "experts", "mlp"} (derived)
     weight_scheme: Value | None = None  # the stored weight format (fp8, int4, nvfp4 ...) read from quantization_config
     stored_bytes: Value | None = None  # the checkpoint's size from model.safetensors.index.json, when beside the config
+    # how the checkpoint scales its input activations (an ActivationScales, at the key that decides it);
+    # None: activations are not quantized (weight-only, or no quantization_config)
+    activation_scales: Value | None = None
+
+
+class ActivationScales(NamedTuple):
+    """How a quantized checkpoint scales the activations it quantizes, as its quantization config
+    says (sits_doctor.frameworks.transformers.activation_scales)."""
+
+    static: bool  # True: scales calibrated once and stored with the weights; False: computed from each batch
+    granularity: str  # "tensor", "token", "tensor_group", ... as the config names it ("tensor" for static FP8)
+    scheme: str  # how messages name it: "fp8 activation_scheme static", "ModelOpt quant_algo FP8", ...
+    method: str  # "fp8", "compressed-tensors", "modelopt", "trtllm": which table knows its dynamic twin
+    name: str = ""  # what decides it: the config group (compressed-tensors), the quant_algo (ModelOpt, TensorRT-LLM)
 
 
 class Serving(NamedTuple):

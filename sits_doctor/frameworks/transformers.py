@@ -221,6 +221,169 @@ def _weight_scheme(quant: dict) -> str:
     return method
 
 
+# --- activation scales of quantized checkpoints (SITS005) ------------------------------------
+# How each quantization_config says whether its activation scales are calibrated once (static,
+# stored in the checkpoint) or computed from every batch (dynamic). Weight-only methods (awq,
+# gptq, bitsandbytes, W4A16, W8A16 ...) quantize no activations and have no entry.
+QUANT_CONFIG_KEY = "quantization_config"
+# transformers FineGrainedFP8Config / vLLM Fp8Config (quant_method "fp8"): activation_scheme
+# "dynamic" | "static"; transformers defaults to dynamic (utils/quantization_config.py@v5.24.0),
+# vLLM requires the key (Fp8Config.from_config, quantization/fp8.py@v0.33.0). Static: one
+# per-tensor activation scale per Linear (integrations/finegrained_fp8.py@v5.24.0 fp8_linear;
+# vLLM kFp8StaticTensorSym); dynamic: per-token scales at run time (vLLM: per-token where CUTLASS
+# runs, else per-tensor).
+FP8_METHOD = "fp8"
+FP8_ACTIVATION_KEY = "activation_scheme"
+FP8_STATIC = "static"
+FP8_DYNAMIC = "dynamic"
+FP8_ACTIVATION_DEFAULT = FP8_DYNAMIC
+# compressed-tensors (llm-compressor): config_groups.<group>.input_activations is a
+# QuantizationArgs or null (weight-only); its `dynamic` defaults to False, i.e. static
+# (src/compressed_tensors/quantization/quant_args.py@0.18.0); "local" (NVFP4's tensor_group)
+# computes the per-group scales at run time. Without `strategy`, group_size None means "tensor".
+CT_METHOD = "compressed-tensors"
+CT_GROUPS = "config_groups"
+CT_INPUTS = "input_activations"
+CT_DYNAMIC = "dynamic"
+CT_DYNAMIC_DEFAULT = False
+CT_STRATEGY = "strategy"
+CT_GROUP_SIZE = "group_size"
+CT_TOKEN = "token"  # the dynamic strategy the fix writes (FP8_DYNAMIC / W8A8 presets, quant_scheme.py@0.18.0)
+# ModelOpt (quant_method "modelopt" in config.json, or hf_quant_config.json's `quantization`) and
+# TensorRT-LLM engines (pretrained_config.quantization) name the recipe by quant_algo.
+# Static per-tensor activation scales: ModelOpt FP8_DEFAULT_CFG / INT8_SMOOTHQUANT_CFG /
+# W4A8_AWQ_BETA_CFG calibrate `*input_quantizer` with axis None (modelopt/torch/quantization/
+# config.py@0.39.0) and export them as FP8 / W8A8_SQ_PER_CHANNEL / W4A8_AWQ (modelopt/torch/export/
+# quant_utils.py@0.39.0); TensorRT-LLM QuantMode.from_quant_algo leaves PER_TOKEN off for these
+# (tensorrt_llm/quantization/mode.py: has_act_static_scaling).
+MODELOPT_METHOD = "modelopt"
+QUANT_ALGO_KEY = "quant_algo"
+HF_QUANT_CONFIG = "hf_quant_config.json"  # ModelOpt <= 0.29: vLLM reads it when config.json has no quantization_config
+HF_QUANT_SECTION = "quantization"
+STATIC_ACTIVATION_ALGOS = {  # quant_algo -> (activation format, its per-token twin: same idea, dynamic scales)
+    "FP8": ("FP8", "FP8_PER_CHANNEL_PER_TOKEN"),
+    "W8A8_SQ_PER_CHANNEL": ("INT8 SmoothQuant", "W8A8_SQ_PER_CHANNEL_PER_TOKEN_PLUGIN"),
+    "W8A8_SQ_PER_TENSOR_PLUGIN": ("INT8 SmoothQuant", "W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN"),
+    "W8A8_SQ_PER_CHANNEL_PER_TENSOR_PLUGIN": ("INT8 SmoothQuant", "W8A8_SQ_PER_CHANNEL_PER_TOKEN_PLUGIN"),
+    "W4A8_AWQ": ("FP8", None),
+}
+DYNAMIC_ACTIVATION_ALGOS = {  # quant_algo -> how its activation scales are computed at run time
+    "FP8_PER_CHANNEL_PER_TOKEN": "token", "FP8_BLOCK_SCALES": "block",
+    "W8A8_SQ_PER_CHANNEL_PER_TOKEN_PLUGIN": "token", "W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN": "token",
+}
+DYNAMIC_ACTIVATION_METHODS = {"fbgemm_fp8": "token"}  # quant_method -> run-time granularity
+
+
+def activation_scales(model, engine: bool = False):
+    """How the checkpoint behind ``model`` (a ModelFacts) scales its input activations: a Value
+    holding an :class:`~sits_doctor.facts.ActivationScales`, at the key that decides it (the
+    ``activation_scheme``, the group's ``input_activations`` or its ``dynamic``, the
+    ``quant_algo``); None when its activations are not quantized or nothing says."""
+    data = model.data if isinstance(model.data, dict) else {}
+    quant = data.get(QUANT_CONFIG_KEY)
+    if engine:
+        section = model.text.get(HF_QUANT_SECTION) if isinstance(model.text, dict) else None
+        return _algo_scales(model.doc, model.path, f"{model.text_pointer}/{HF_QUANT_SECTION}", section, "trtllm")
+    if isinstance(quant, dict):
+        return _config_scales(model, quant)
+    side = getattr(model, "quant", None)
+    if quant is None and side is not None and isinstance(side.data, dict):
+        return _algo_scales(side, side.path, f"/{HF_QUANT_SECTION}", side.data.get(HF_QUANT_SECTION), MODELOPT_METHOD)
+    return None
+
+
+def _config_scales(model, quant: dict):
+    from sits_doctor.facts import ActivationScales
+
+    method = quant.get("quant_method")
+    base = f"/{QUANT_CONFIG_KEY}"
+    if method == FP8_METHOD:
+        scheme = quant.get(FP8_ACTIVATION_KEY, FP8_ACTIVATION_DEFAULT)
+        static = isinstance(scheme, str) and scheme.lower() == FP8_STATIC
+        at = f"{base}/{FP8_ACTIVATION_KEY}" if FP8_ACTIVATION_KEY in quant else base
+        shown = f"{FP8_METHOD} {FP8_ACTIVATION_KEY} {scheme}"
+        return _value(model.doc, model.path, at, ActivationScales(static, "tensor" if static else "token", shown, method))
+    if method == CT_METHOD:
+        return _ct_scales(model, quant, base)
+    if method == MODELOPT_METHOD:
+        return _algo_scales(model.doc, model.path, base, quant, MODELOPT_METHOD)
+    if method in DYNAMIC_ACTIVATION_METHODS:
+        grain = DYNAMIC_ACTIVATION_METHODS[method]
+        return _value(model.doc, model.path, base, ActivationScales(False, grain, method, method))
+    return None
+
+
+def _ct_scales(model, quant: dict, base: str):
+    """The first config group whose activations have static scales, else the first with dynamic
+    ones; None when every group is weight-only."""
+    from sits_doctor.facts import ActivationScales
+    from sits_doctor.source import escape_token
+
+    groups = quant.get(CT_GROUPS)
+    found = []
+    for name, group in (groups.items() if isinstance(groups, dict) else ()):
+        inputs = group.get(CT_INPUTS) if isinstance(group, dict) else None
+        if not isinstance(inputs, dict):
+            continue  # null: weight-only
+        dynamic = inputs.get(CT_DYNAMIC, CT_DYNAMIC_DEFAULT)
+        static = dynamic is False
+        strategy = inputs.get(CT_STRATEGY) or _ct_default_strategy(inputs.get(CT_GROUP_SIZE))
+        at = f"{base}/{CT_GROUPS}/{escape_token(name)}/{CT_INPUTS}"
+        if CT_DYNAMIC in inputs:
+            at += f"/{CT_DYNAMIC}"
+        written = f"unset (default {_shown(CT_DYNAMIC_DEFAULT)})" if CT_DYNAMIC not in inputs else _shown(dynamic)
+        shown = f"{CT_METHOD} {CT_GROUPS}.{name}.{CT_INPUTS} with {CT_DYNAMIC} {written}, {CT_STRATEGY} {strategy}"
+        found.append((not static, _value(model.doc, model.path, at,
+                                         ActivationScales(static, str(strategy), shown, CT_METHOD, str(name)))))
+    return min(found, key=lambda f: f[0])[1] if found else None
+
+
+def _ct_default_strategy(group_size) -> str:
+    if isinstance(group_size, int) and not isinstance(group_size, bool):
+        return "channel" if group_size == -1 else "group"
+    return "tensor"
+
+
+def _algo_scales(doc, path, base: str, section, method: str):
+    """ModelOpt / TensorRT-LLM: the recipe named by ``quant_algo`` in ``section`` (at ``base``)."""
+    from sits_doctor.facts import ActivationScales
+
+    if not isinstance(section, dict) or not isinstance(section.get(QUANT_ALGO_KEY), str):
+        return None
+    algo = section[QUANT_ALGO_KEY]
+    upper = algo.upper()
+    who = "ModelOpt" if method == MODELOPT_METHOD else "TensorRT-LLM"
+    if upper in STATIC_ACTIVATION_ALGOS:
+        scales = ActivationScales(True, "tensor", f"{who} {QUANT_ALGO_KEY} {algo}", method, upper)
+    elif upper in DYNAMIC_ACTIVATION_ALGOS:
+        scales = ActivationScales(False, DYNAMIC_ACTIVATION_ALGOS[upper], f"{who} {QUANT_ALGO_KEY} {algo}", method,
+                                  upper)
+    else:
+        return None
+    return _value(doc, path, f"{base}/{QUANT_ALGO_KEY}", scales)
+
+
+def _value(doc, path, pointer: str, scales):
+    from sits_doctor.facts import Value
+    from sits_doctor.plan import Provenance, Setting, Site
+
+    prov = Provenance.at(doc, pointer) if doc else Provenance(file=path, pointer=pointer)
+    site = Site("mapping", doc, pointer) if doc else None
+    key = pointer.rsplit("/", 1)[-1]
+    raw = value_at(doc.data, pointer) if doc else None
+    return Value(scales, prov, Setting(key, key, raw, raw, prov, site=site))
+
+
+def value_at(data, pointer: str):
+    """The value at a JSON Pointer in parsed data (None where it is missing)."""
+    for part in pointer.strip("/").split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(data, dict):
+            return None
+        data = data.get(part)
+    return data
+
+
 def model_dims(model):
     """The dimensions of a model config (sits_doctor.plan.ModelFacts), with provenance. Kept on
     the ModelFacts (which never changes once built): every plan that serves it asks again."""
@@ -265,12 +428,13 @@ def _model_dims(model):
             setting = model.fact("quantization")
             quantization = Value.of(setting, str(algo))
             scheme = Value.of(setting, found)
+    scales = activation_scales(model, engine)
     lengths = [_first(model, (k,)) for k in MAX_LENGTH_KEYS]
     present = [v for v in lengths if v is not None]
     max_positions = min(present, key=lambda v: v.value) if present else None
     dims = ModelDims(
         architecture=architecture, model_type=model_type, head_dim=head_dim, dtype=dtype, rope=rope,
-        quantization=quantization, weight_scheme=scheme, max_positions=max_positions,
+        quantization=quantization, weight_scheme=scheme, max_positions=max_positions, activation_scales=scales,
         **{k: got[k] for k in ALIASES},
     )
     stored = getattr(model, "stored_weights", None)
