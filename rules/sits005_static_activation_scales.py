@@ -9,9 +9,10 @@ checkpoint's quantization config as the loaders do:
 - compressed-tensors (llm-compressor) with a config group whose `input_activations` is present
   and whose `dynamic` is `false` or absent (the default is static); `input_activations: null`
   (weight-only, W4A16) and `dynamic: "local"` (NVFP4's per-group scales) are quiet;
-- ModelOpt `quant_algo` `FP8`, `W8A8_SQ_PER_CHANNEL` (INT8 SmoothQuant) and `W4A8_AWQ`, in
-  `config.json`'s `quantization_config` or, when that is absent, in `hf_quant_config.json`
-  (where ModelOpt up to 0.29 wrote it and vLLM still reads it);
+- ModelOpt `quant_algo` `FP8`, `W8A8_SQ_PER_CHANNEL` (INT8 SmoothQuant) and `W4A8_AWQ` (or a
+  `MIXED_PRECISION` checkpoint with such a layer in `quantized_layers`), in `config.json`'s
+  `quantization_config` or, when that is absent, in `hf_quant_config.json` (where ModelOpt up
+  to 0.29 wrote it and vLLM still reads it);
 - TensorRT-LLM engines whose `pretrained_config.quantization.quant_algo` is `FP8` or a
   per-tensor SmoothQuant (`W8A8_SQ_PER_CHANNEL`, `W8A8_SQ_PER_TENSOR_PLUGIN`,
   `W8A8_SQ_PER_CHANNEL_PER_TENSOR_PLUGIN`).
@@ -92,7 +93,8 @@ on; `act_quant.RuntimeCalibrator` counts the values a static scale clips on real
 - ModelOpt `modelopt/torch/quantization/config.py`@0.39.0 (`FP8_DEFAULT_CFG`,
   `INT8_SMOOTHQUANT_CFG`, `W4A8_AWQ_BETA_CFG`: `*input_quantizer` with `axis: None`, calibrated;
   `FP8_PER_CHANNEL_PER_TOKEN_CFG`: `type: dynamic`) and `modelopt/torch/export/quant_utils.py`@0.39.0
-  (exported as `FP8`, `W8A8_SQ_PER_CHANNEL`, `W4A8_AWQ`, `FP8_PER_CHANNEL_PER_TOKEN`):
+  (exported as `FP8`, `W8A8_SQ_PER_CHANNEL`, `W4A8_AWQ`, `FP8_PER_CHANNEL_PER_TOKEN`; more than one
+  recipe: `MIXED_PRECISION` with `quantized_layers`):
   https://github.com/NVIDIA/TensorRT-Model-Optimizer/blob/0.39.0/modelopt/torch/quantization/config.py
 - TensorRT-LLM `tensorrt_llm/quantization/mode.py` `QuantMode.from_quant_algo` (per-token
   dynamic scaling only for `*_PER_TOKEN_PLUGIN` and `FP8_PER_CHANNEL_PER_TOKEN`;

@@ -272,6 +272,10 @@ DYNAMIC_ACTIVATION_ALGOS = {  # quant_algo -> how its activation scales are comp
     "W8A8_SQ_PER_CHANNEL_PER_TOKEN_PLUGIN": "token", "W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN": "token",
 }
 DYNAMIC_ACTIVATION_METHODS = {"fbgemm_fp8": "token"}  # quant_method -> run-time granularity
+# ModelOpt with more than one recipe: quant_algo MIXED_PRECISION and one {quant_algo ...} per layer in
+# quantized_layers (modelopt/torch/export/quant_utils.py@0.39.0; vLLM modelopt.py@v0.33.0 modelopt_mixed)
+MIXED_PRECISION = "MIXED_PRECISION"
+QUANTIZED_LAYERS = "quantized_layers"
 
 
 def activation_scales(model, engine: bool = False):
@@ -286,10 +290,10 @@ def activation_scales(model, engine: bool = False):
         return _algo_scales(model.doc, model.path, f"{model.text_pointer}/{HF_QUANT_SECTION}", section, "trtllm")
     if isinstance(quant, dict):
         return _config_scales(model, quant)
-    side = getattr(model, "quant", None)
-    if quant is None and side is not None and isinstance(side.data, dict):
-        return _algo_scales(side, side.path, f"/{HF_QUANT_SECTION}", side.data.get(HF_QUANT_SECTION), MODELOPT_METHOD)
-    return None
+    side = getattr(model, "quant", None)  # hf_quant_config.json, read only when config.json has no quantization_config
+    sidecar = side.data if quant is None and side is not None and isinstance(side.data, dict) else {}
+    return _algo_scales(side, side.path, f"/{HF_QUANT_SECTION}", sidecar.get(HF_QUANT_SECTION), MODELOPT_METHOD) \
+        if sidecar else None
 
 
 def _config_scales(model, quant: dict):
@@ -307,10 +311,8 @@ def _config_scales(model, quant: dict):
         return _ct_scales(model, quant, base)
     if method == MODELOPT_METHOD:
         return _algo_scales(model.doc, model.path, base, quant, MODELOPT_METHOD)
-    if method in DYNAMIC_ACTIVATION_METHODS:
-        grain = DYNAMIC_ACTIVATION_METHODS[method]
-        return _value(model.doc, model.path, base, ActivationScales(False, grain, method, method))
-    return None
+    grain = DYNAMIC_ACTIVATION_METHODS.get(method)  # None: weight-only, or a method without activation scales
+    return _value(model.doc, model.path, base, ActivationScales(False, grain, method, method)) if grain else None
 
 
 def _ct_scales(model, quant: dict, base: str):
@@ -353,6 +355,8 @@ def _algo_scales(doc, path, base: str, section, method: str):
     algo = section[QUANT_ALGO_KEY]
     upper = algo.upper()
     who = "ModelOpt" if method == MODELOPT_METHOD else "TensorRT-LLM"
+    if upper == MIXED_PRECISION:
+        return _mixed_scales(doc, path, base, section.get(QUANTIZED_LAYERS), method, who)
     if upper in STATIC_ACTIVATION_ALGOS:
         scales = ActivationScales(True, "tensor", f"{who} {QUANT_ALGO_KEY} {algo}", method, upper)
     elif upper in DYNAMIC_ACTIVATION_ALGOS:
@@ -361,6 +365,20 @@ def _algo_scales(doc, path, base: str, section, method: str):
     else:
         return None
     return _value(doc, path, f"{base}/{QUANT_ALGO_KEY}", scales)
+
+
+def _mixed_scales(doc, path, base: str, layers, method: str, who: str):
+    """MIXED_PRECISION: the first layer whose recipe has static activation scales, else the first
+    with dynamic ones (as :func:`_ct_scales` picks config groups)."""
+    from sits_doctor.source import escape_token
+
+    found = []
+    for name, layer in (layers.items() if isinstance(layers, dict) else ()):
+        one = _algo_scales(doc, path, f"{base}/{QUANTIZED_LAYERS}/{escape_token(name)}", layer, method)
+        if one is not None:
+            shown = f"{who} {QUANT_ALGO_KEY} {MIXED_PRECISION}, {QUANTIZED_LAYERS}.{name}: {one.value.name}"
+            found.append((not one.value.static, one._replace(value=one.value._replace(scheme=shown))))
+    return min(found, key=lambda f: f[0])[1] if found else None
 
 
 def _value(doc, path, pointer: str, scales):

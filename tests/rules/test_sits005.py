@@ -183,6 +183,23 @@ def test_modelopt_static_algos_fire_with_advice_and_no_edit(tmp_path, monkeypatc
     assert f.fix_hint.startswith(f"re-quantize from the unquantized weights with {twin}; or, for a live bf16 ")
 
 
+def test_modelopt_mixed_precision_reports_the_first_static_layer(tmp_path, monkeypatch):
+    layers = {"model.layers.0.mlp.down_proj": {"quant_algo": "NVFP4", "group_size": 16},
+              "model.layers.0.mlp.up_proj": {"quant_algo": "FP8_PER_CHANNEL_PER_TOKEN"},
+              "model.layers.0.self_attn.q_proj": {"quant_algo": "FP8"},
+              "model.layers.1.self_attn.q_proj": {"quant_algo": "W8A8_SQ_PER_CHANNEL"}}
+    quant = {"quant_method": "modelopt", "quant_algo": "MIXED_PRECISION", "quantized_layers": layers}
+    (f,) = findings(tmp_path, monkeypatch, quant)
+    assert f.message == ("ModelOpt quant_algo MIXED_PRECISION, quantized_layers.model.layers.0.self_attn.q_proj: "
+                         f"FP8: {TAIL}")
+    assert f.location.pointer == "/quantization_config/quantized_layers/model.layers.0.self_attn.q_proj/quant_algo"
+    text = config(quant)
+    assert (f.location.line, f.location.col) == position(text, '"quant_algo"', '"model.layers.0.self_attn.q_proj"')
+    assert "quant_algo FP8_PER_CHANNEL_PER_TOKEN" in f.fix_hint
+    quiet = {k: v for k, v in layers.items() if k.endswith(("down_proj", "up_proj"))}
+    assert findings(tmp_path, monkeypatch, {**quant, "quantized_layers": quiet}) == []
+
+
 def test_hf_quant_config_is_read_only_when_config_json_has_none(tmp_path, monkeypatch):
     side = {"m/hf_quant_config.json": json.dumps(
         {"producer": {"name": "modelopt", "version": "0.19.0"},
@@ -308,3 +325,63 @@ def test_ct_fix_needs_a_file(tmp_path, monkeypatch):
     setting = Setting("input_activations", "input_activations", {}, {}, Provenance.derived("live"))
     assert rule._fix(setting, scales) is None
     assert rule._fix(setting._replace(site=None), scales._replace(method="fp8")) is None
+
+
+# --- the fact itself (ModelDims.activation_scales), dynamic schemes included --------------------
+
+def scales_of(tmp_path, files: dict[str, str], main: str = "m/config.json"):
+    from sits_doctor.frameworks.transformers import model_dims
+    from sits_doctor.loaders import load_paths
+
+    for name, text in files.items():
+        write(tmp_path, name, text)
+    (plan,) = load_paths([str(tmp_path / main)]).plans
+    found = model_dims(plan.model).activation_scales
+    return None if found is None else (tuple(found.value), found.prov.pointer)
+
+
+@pytest.mark.parametrize("quant, expected", [
+    ({"quant_method": "fp8", "activation_scheme": "dynamic"},
+     ((False, "token", "fp8 activation_scheme dynamic", "fp8", ""), "/quantization_config/activation_scheme")),
+    ({"quant_method": "fp8"},  # transformers' default
+     ((False, "token", "fp8 activation_scheme dynamic", "fp8", ""), "/quantization_config")),
+    ({"quant_method": "fp8", "activation_scheme": "static"},
+     ((True, "tensor", "fp8 activation_scheme static", "fp8", ""), "/quantization_config/activation_scheme")),
+    ({"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0},
+     ((False, "token", "fbgemm_fp8", "fbgemm_fp8", ""), "/quantization_config")),
+    ({"quant_method": "modelopt", "quant_algo": "FP8_BLOCK_SCALES"},
+     ((False, "block", "ModelOpt quant_algo FP8_BLOCK_SCALES", "modelopt", "FP8_BLOCK_SCALES"),
+      "/quantization_config/quant_algo")),
+    ({"quant_method": "modelopt", "quant_algo": "fp8"},  # read case-insensitively, shown as written
+     ((True, "tensor", "ModelOpt quant_algo fp8", "modelopt", "FP8"), "/quantization_config/quant_algo")),
+    ({"quant_method": "awq", "bits": 4}, None),
+    ({"quant_method": "modelopt", "quant_algo": 8}, None),
+    ({"quant_method": "modelopt"}, None),
+])
+def test_the_fact_for_each_method(tmp_path, quant, expected):
+    assert scales_of(tmp_path, {"m/config.json": config(quant)}) == expected
+
+
+def test_the_fact_for_compressed_tensors_dynamic_groups(tmp_path):
+    dyn = {"num_bits": 8, "type": "float", "strategy": "token", "dynamic": True}
+    local = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16, "dynamic": "local"}
+    got = scales_of(tmp_path, {"m/config.json": config(ct(group(None), group(local), group(dyn)))})
+    assert got == ((False, "tensor_group", 'compressed-tensors config_groups.group_1.input_activations with '
+                    'dynamic "local", strategy tensor_group', "compressed-tensors", "group_1"),
+                   "/quantization_config/config_groups/group_1/input_activations/dynamic")
+    assert scales_of(tmp_path, {"m/config.json": config(ct(group(None), "not a group"))}) is None
+    assert scales_of(tmp_path, {"m/config.json": config({"quant_method": "compressed-tensors",
+                                                          "config_groups": ["group_0"]})}) is None
+
+
+def test_the_fact_for_engines_and_sidecars(tmp_path):
+    got = scales_of(tmp_path, {"e/config.json": engine("W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN")}, "e/config.json")
+    assert got == ((False, "token", "TensorRT-LLM quant_algo W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN", "trtllm",
+                    "W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN"), "/pretrained_config/quantization/quant_algo")
+    side = json.dumps({"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "FP8_PER_CHANNEL_PER_TOKEN"}})
+    got = scales_of(tmp_path, {"s/config.json": config(None), "s/hf_quant_config.json": side}, "s/config.json")
+    assert got == ((False, "token", "ModelOpt quant_algo FP8_PER_CHANNEL_PER_TOKEN", "modelopt",
+                    "FP8_PER_CHANNEL_PER_TOKEN"), "/quantization/quant_algo")
+    # a quantization_config that is not a mapping hides the sidecar (vLLM reads it only when absent)
+    bad = config(None)[:-2] + ',\n "quantization_config": "fp8"\n}'
+    assert scales_of(tmp_path, {"t/config.json": bad, "t/hf_quant_config.json": side}, "t/config.json") is None
