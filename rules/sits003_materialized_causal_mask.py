@@ -6,7 +6,8 @@ instead of skipping them:
 - Hugging Face `config.json` asking for `eager` attention (`attn_implementation` or
   `_attn_implementation`) for a model whose transformers class has an SDPA path (from `--runtime` or
   the 5.24.0 tables). Not reported when eager is needed: `output_attentions: true`, or logit
-  soft-capping (`attn_logit_softcapping`), which SDPA refuses.
+  soft-capping (`attn_logit_softcapping`), which SDPA refuses. For a model checked live
+  (`sits_doctor.check_model`), the implementation it runs is read off the model.
 - `generation_config.json` `prefill_chunk_size` (transformers 4.51 and later) with SDPA: every chunk
   after the first has fewer queries than keys, so transformers hands SDPA an explicit bottom-right
   boolean mask instead of `is_causal`, and torch cannot use its flash kernel for it.
@@ -107,7 +108,12 @@ def _asked(plan: Plan):
 def _eager(plan: Plan, ctx) -> Iterator[Finding]:
     asked = _asked(plan)
     runtime = plan.facts.runtime
-    if asked is None or asked.value != ta.EAGER or runtime is None or runtime.supports_sdpa is None:
+    if runtime is None or runtime.supports_sdpa is None:
+        return
+    live = asked is None and runtime.how.startswith(ta.LIVE_RUNTIME) and runtime.attention is not None
+    if not live and (asked is None or asked.value != ta.EAGER):
+        return
+    if live and runtime.attention.value != ta.EAGER:
         return
     if runtime.supports_sdpa.value is not True:
         return  # eager is all the class has (SITS101 says so when nothing was asked)
@@ -117,10 +123,21 @@ def _eager(plan: Plan, ctx) -> Iterator[Finding]:
     softcap = plan.settings.get(ta.SOFTCAP_KEY)
     if softcap is not None and softcap.value is not None:
         return  # SDPA refuses logit soft-capping
+    what = (f"{ctx.target.name} computes every layer's full [batch, heads, q, k] score matrix, stores it and masks "
+            "the upper triangle afterwards; SDPA skips the masked blocks and stores no scores")
+    if live:
+        switch = (f"model.set_attn_implementation('{ta.SDPA}')" if V(ctx.target.version) >= V(ta.SET_ATTN_IMPLEMENTATION)
+                  else f"from_pretrained(..., attn_implementation='{ta.SDPA}')")
+        yield RULE.finding(
+            plan, None, f"the model runs {ta.EAGER} attention: {what}",
+            evidence=[f"attention: {ta.EAGER} ({runtime.attention.prov})", f"SDPA support: {runtime.supports_sdpa.prov}",
+                      f"target: {ctx.target}"],
+            fixes=[edit.display(None, switch, "the implementation of a loaded model is chosen in code")],
+            fix_hint=f"switch it with {switch}",
+        )
+        return
     yield RULE.finding(
-        plan, asked,
-        f"{asked.key} {ta.EAGER}: {ctx.target.name} computes every layer's full [batch, heads, q, k] score matrix, "
-        "stores it and masks the upper triangle afterwards; SDPA skips the masked blocks and stores no scores",
+        plan, asked, f"{asked.key} {ta.EAGER}: {what}",
         evidence=[f"{asked.key} {asked.value} ({asked.prov})", f"SDPA support: {runtime.supports_sdpa.prov}",
                   f"target: {ctx.target}"],
         fixes=[edit.replace_value(asked, ta.SDPA, f"ask for {ta.SDPA}", Safety.UNSAFE)],

@@ -158,20 +158,32 @@ def _hf(plan: Plan, ctx) -> Iterator[Finding]:
         )
 
     dtype = next((plan.settings[k] for k in ta.DTYPE_KEYS if k in plan.settings), None)
+    live = runtime is not None and runtime.how.startswith(ta.LIVE_RUNTIME)
+    if live and runtime.dtype is not None:
+        dtype_value, dtype_shown = runtime.dtype.value, f"dtype {runtime.dtype.value} ({runtime.dtype.prov})"
+    else:
+        dtype_value = dtype.value if dtype is not None else None
+        dtype_shown = f"{dtype.key} {dtype.value} ({dtype.prov})" if dtype is not None else ""
     effective = impl or (runtime.attention.value if runtime is not None and runtime.attention is not None else None)
-    if (dtype is not None and dtype.value in ta.FLOAT32 and effective == ta.SDPA and cc is not None
-            and version >= V(ta.DTYPE_AUTO_DEFAULT)):
+    if (dtype_value in ta.FLOAT32 and effective == ta.SDPA and cc is not None
+            and (live or version >= V(ta.DTYPE_AUTO_DEFAULT))):
         bf16 = cc >= ta.BF16_MIN_CC
+        how = ("the model runs in float32" if live else
+               f"{ctx.target.name} loads this model in float32 (from_pretrained's default dtype is the config's)")
+        if live:
+            hint = f"model.to(torch.{'bfloat16' if bf16 else 'float16'})"
+        elif bf16:
+            hint = "write bfloat16 (or pass dtype=torch.bfloat16 to from_pretrained)"
+        else:
+            hint = f"pass dtype=torch.float16 to from_pretrained ({card.name} has no bfloat16)"
         yield RULE.finding(
-            plan, dtype,
-            f"{ctx.target.name} loads this model in float32 (from_pretrained's default dtype is the config's), and "
-            f"SDPA has no flash or cuDNN kernel for float32 on {card.name}: it runs the memory-efficient kernel or "
-            "math, and the weights take twice the memory of bfloat16",
-            evidence=[f"{dtype.key} {dtype.value} ({dtype.prov})", f"GPU: {card.name}, compute capability "
-                      f"{card.compute_capability}", f"attention: {effective}", target],
-            fixes=[edit.replace_value(dtype, "bfloat16", "load in bfloat16", Safety.UNSAFE)] if bf16 else [],
-            fix_hint=("write bfloat16 (or pass dtype=torch.bfloat16 to from_pretrained)" if bf16
-                      else f"pass dtype=torch.float16 to from_pretrained ({card.name} has no bfloat16)"),
+            plan, None if live else dtype,
+            f"{how}, and SDPA has no flash or cuDNN kernel for float32 on {card.name}: it runs the memory-efficient "
+            "kernel or math, and the weights take twice the memory of bfloat16",
+            evidence=[dtype_shown, f"GPU: {card.name}, compute capability {card.compute_capability}",
+                      f"attention: {effective}", target],
+            fixes=[edit.replace_value(dtype, "bfloat16", "load in bfloat16", Safety.UNSAFE)] if bf16 and not live else [],
+            fix_hint=hint,
         )
 
 

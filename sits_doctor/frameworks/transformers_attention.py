@@ -73,3 +73,9 @@ def cc_tuple(text) -> tuple[int, int] | None:
 # raises ValueError("`sdpa` attention does not support `softcap`...") when a model passes one, so
 # eager (or flex / flash-attn) is the right choice for such a model, not a waste.
 SOFTCAP_KEY = "attn_logit_softcapping"
+
+# sits_doctor.check_model: Runtime.how of a model already built in this process (runtime_hf.live).
+# Its attention implementation was chosen by from_pretrained's arguments, not by config.json.
+LIVE_RUNTIME = "live model"
+# PreTrainedModel.set_attn_implementation switches a loaded model (modeling_utils.py@v4.54.0).
+SET_ATTN_IMPLEMENTATION = "4.54.0"

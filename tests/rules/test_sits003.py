@@ -134,3 +134,21 @@ def test_prefill_chunk_of_one_token_counts(tmp_path, monkeypatch):
 def test_prefill_chunks_when_what_runs_is_unknown(tmp_path, monkeypatch):
     # 4.51.0 is older than the 5.24.0 tables and nothing is asked: which implementation runs is not known
     assert hf(tmp_path, monkeypatch, LLAMA, "transformers==4.51.0", generation={"prefill_chunk_size": 512}) == []
+
+
+def _live(**kw):
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    config = LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         intermediate_size=128, vocab_size=128, dtype="bfloat16")
+    return AutoModelForCausalLM.from_config(config, **kw)
+
+
+def test_live_model_loaded_with_eager():
+    from sits_doctor import check_model
+
+    (f,) = [f for f in check_model(_live(attn_implementation="eager")).findings if f.code == CODE]
+    assert f.message.startswith("the model runs eager attention: transformers ")
+    assert f.location.file == "<model LlamaForCausalLM>"
+    assert f.fix_hint == "switch it with model.set_attn_implementation('sdpa')"
+    assert [f for f in check_model(_live()).findings if f.code == CODE] == []

@@ -262,3 +262,19 @@ def test_catalog_compute_capability_is_read_only_when_it_is_major_dot_minor(text
     from sits_doctor.frameworks.transformers_attention import cc_tuple
 
     assert cc_tuple(text) == cc
+
+
+def test_live_model_in_float32():
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    from sits_doctor import check_model
+
+    config = LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         intermediate_size=128, vocab_size=128, dtype="float32")
+    model = AutoModelForCausalLM.from_config(config)
+    (f,) = [f for f in check_model(model, gpu="A10G").findings if f.code == CODE]
+    assert f.message.startswith("the model runs in float32, and SDPA has no flash or cuDNN kernel for float32 on A10G")
+    assert f.fix_hint == "model.to(torch.bfloat16)" and f.fixes == ()
+    assert [f for f in check_model(model, gpu="T4").findings if f.code == CODE][0].fix_hint == "model.to(torch.float16)"
+    assert [f for f in check_model(model.to(dtype=__import__("torch").bfloat16), gpu="A10G").findings
+            if f.code == CODE] == []
