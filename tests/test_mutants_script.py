@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sits_doctor.fixer import apply_edits
+from sits_doctor.fixes import config as edit
 from sits_doctor.loaders import load_paths
 from sits_doctor.loaders.script import dockerfile_plans, parse_dockerfile, parse_script, script_plans
 
@@ -92,3 +94,24 @@ def test_a_dockerfile_with_neither_image_nor_command_is_refused(tmp_path: Path):
 def test_a_command_without_arguments_is_anchored_at_its_first_word():
     (plan,) = _script("echo hi\nvllm serve\n")
     assert (plan.model_ref, str(plan.anchor)) == (None, "serve.sh:2:1")
+
+
+def test_removing_one_of_two_exported_variables_keeps_the_export():
+    text = "export HF_HOME=/models VLLM_ATTENTION_BACKEND=FLASHINFER\nvllm serve m\n"
+    (plan,) = _script(text)
+    fix = edit.remove(plan.env["VLLM_ATTENTION_BACKEND"], "remove it")
+    assert apply_edits(text, fix.edits) == "export HF_HOME=/models\nvllm serve m\n"
+
+
+def test_a_later_run_without_a_pin_keeps_the_pin():
+    (plan,) = _docker("FROM x\nRUN pip install vllm==0.8.5\nRUN echo done\nCMD vllm serve m\n")
+    assert (plan.pin.value, str(plan.pin.prov)) == ("0.8.5", "Dockerfile:2:17")
+
+
+def test_a_leading_blank_line_and_a_missing_final_newline():
+    (plan,) = _docker("\nFROM x\nCMD vllm serve m --max-model-len 100\n")
+    assert (plan.label, str(plan.settings["max_model_len"].prov)) == ("Dockerfile line 3 (vllm serve)", "Dockerfile:3:18")
+    (plan,) = _docker("FROM x\nCMD vllm serve m --max-model-len 100")
+    assert (plan.label, plan.settings["max_model_len"].value) == ("Dockerfile line 2 (vllm serve)", 100)
+    (plan,) = _docker("FROM x\nCMD vllm serve m \\\n    --max-model-len 100")  # a continued last line
+    assert (plan.settings["max_model_len"].value, str(plan.settings["max_model_len"].prov)) == (100, "Dockerfile:3:5")
