@@ -275,7 +275,7 @@ def _is_silu(act) -> bool:
 
 def _mlp_forward(mlp, gu: Group, down: Group):
     """gate|up product → silu·mul quantized per token in one pass → down product."""
-    from sits_doctor.kernels.quant_gemm import silu_mul_quant
+    from sits_doctor.kernels import quant_gemm as qg
 
     n = gu.bounds[0][1]
 
@@ -294,10 +294,10 @@ def _mlp_forward(mlp, gu: Group, down: Group):
         st = down.static
         if gu.backend == "int_mm" and gu.mode == "int8" and x.device.type == "cuda" and M > 16:
             # the int32 product goes straight into the epilogue: dequantized on load
-            hq, hs = silu_mul_quant(torch._int_mm(q, gu.wq.t()), n, gu.qdtype, sa=s, sw=gu.ws, static_scale=st)
+            hq, hs = qg.silu_mul_quant(torch._int_mm(q, gu.wq.t()), n, gu.qdtype, sa=s, sw=gu.ws, static_scale=st)
         else:
             y = gu.gemm(q, s, gu.wq, gu.ws, gu.bias, x.dtype)
-            hq, hs = silu_mul_quant(y, n, gu.qdtype, static_scale=st)
+            hq, hs = qg.silu_mul_quant(y, n, gu.qdtype, static_scale=st)
         if st is None:  # with a static scale hs is that scale on every row
             down.cal.note(hs)
         out = down.gemm(hq, hs, down.wq, down.ws, down.bias, x.dtype)

@@ -1,0 +1,206 @@
+"""causal_trim's padded-batch path and its per-call dispatch (CPU, Triton interpreter).
+
+The kernel's bounds mode (``seq_bounds_q/k``) against the float64 reference per sequence on
+awkward shapes (head_dim 24, GQA groups 2 and 3, lengths that are no block multiple), left and
+right padding, prefill / chunk / decode and the split-K decode path; the mask function's reading
+of the 2-D padding mask; the dispatch table's choices; and a patch whose bounds are wrong being
+refused by the padded verification probe.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from sits_doctor.kernels.attention import _attention, causal_attention, causal_attention_reference
+
+transformers = pytest.importorskip("transformers")
+
+from sits_doctor.fixes.kernel_patches import PatchRefused, causal_trim, patch, unpatch  # noqa: E402
+
+CONFIG = Path(__file__).resolve().parents[2] / "fixtures" / "hf" / "tiny-random-llama" / "config.json"
+
+
+def _bounds(key_runs, sq, sk):
+    """[B, 2] key runs → (q bounds, k bounds) with the queries the last sq keys."""
+    kb = torch.tensor(key_runs)
+    off = sk - sq
+    qb = torch.stack([(kb[:, 0] - off).clamp(0, sq), (kb[:, 1] - off).clamp(0, sq)], 1)
+    return qb, kb
+
+
+def _check(out, q, k, v, qb, kb, what):
+    for b in range(q.shape[0]):
+        qs, qe = qb[b].tolist()
+        ks, ke = kb[b].tolist()
+        if qe > qs:
+            ref, _ = causal_attention_reference(q[b:b + 1, :, qs:qe], k[b:b + 1, :, ks:ke], v[b:b + 1, :, ks:ke])
+            err = (out[b:b + 1, :, qs:qe].double() - ref.double()).abs().max().item()
+            assert err < 2e-5, f"{what}: sequence {b} rows [{qs}, {qe}) off by {err}"
+        # rows outside the bounds are zero (never written over the zeroed output)
+        assert out[b, :, :qs].abs().sum() == 0 and out[b, :, qe:].abs().sum() == 0, f"{what}: padding rows written"
+
+
+@pytest.mark.parametrize("hq, hk, d", [(4, 2, 16), (6, 2, 24)])
+@pytest.mark.parametrize("sq, sk", [(19, 19), (3, 26), (1, 23)])
+def test_bounds_match_reference_left_and_right_padding(hq, hk, d, sq, sk):
+    g = torch.Generator().manual_seed(sq * 100 + sk + d)
+    q = torch.randn(4, hq, sq, d, generator=g)
+    k = torch.randn(4, hk, sk, d, generator=g)
+    v = torch.randn(4, hk, sk, d, generator=g)
+    # left padded by 5, right padded by 4 (the last query is padding when sq < 5), whole, empty
+    qb, kb = _bounds([[5, sk], [0, sk - 4], [0, sk], [sk, sk]], sq, sk)
+    out = causal_attention(q, k, v, seq_bounds_q=qb, seq_bounds_k=kb)
+    _check(out, q, k, v, qb, kb, f"bounds sq={sq} sk={sk}")
+
+
+def test_bounds_split_decode_path_and_strided_out():
+    """Split-K decode (the GPU's decode kernel, forced here) and an ``out`` that is the transpose
+    of a [B, Sq, Hq, D] buffer (what the patch passes)."""
+    g = torch.Generator().manual_seed(7)
+    q = torch.randn(3, 4, 2, 16, generator=g)
+    k = torch.randn(3, 2, 45, 16, generator=g)
+    v = torch.randn(3, 2, 45, 16, generator=g)
+    qb, kb = _bounds([[9, 45], [0, 44], [0, 45]], 2, 45)
+    out = _attention(q, k, v, seq_bounds_q=qb, seq_bounds_k=kb, num_splits=3)
+    _check(out, q, k, v, qb, kb, "split decode")
+    buf = torch.zeros(3, 2, 4, 16)
+    causal_attention(q, k, v, seq_bounds_q=qb, seq_bounds_k=kb, out=buf.transpose(1, 2))
+    _check(buf.transpose(1, 2), q, k, v, qb, kb, "strided out")
+
+
+def test_bounds_validation():
+    q = torch.randn(2, 2, 4, 16)
+    with pytest.raises(ValueError, match="seq_bounds_q"):
+        causal_attention(q, q, q, seq_bounds_q=torch.zeros(3, 2, dtype=torch.int32),
+                         seq_bounds_k=torch.zeros(2, 2, dtype=torch.int32))
+    with pytest.raises(ValueError, match="batched layout"):
+        causal_attention(q[0].transpose(0, 1), q[0].transpose(0, 1), q[0].transpose(0, 1),
+                         cu_seqlens_q=torch.tensor([0, 4]), cu_seqlens_k=torch.tensor([0, 4]),
+                         seq_bounds_q=torch.zeros(1, 2, dtype=torch.int32))
+
+
+def _mask(rows):
+    return torch.tensor(rows, dtype=torch.bool)
+
+
+def test_padding_runs_reads_the_2d_mask():
+    kind, b = causal_trim.padding_runs(_mask([[0, 0, 1, 1, 1], [1, 1, 1, 0, 0]]), q_length=5)
+    assert kind == "runs"
+    assert b[0].tolist() == [[2, 5], [0, 3]] and b[1].tolist() == [[2, 5], [0, 3]]
+    kind, b = causal_trim.padding_runs(_mask([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]]), q_length=1)  # decode
+    assert kind == "runs" and b[0].tolist() == [[0, 1], [0, 1]] and b[1].tolist() == [[2, 5], [0, 5]]
+    kind, b = causal_trim.padding_runs(_mask([[1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]), q_length=1)
+    assert b[0].tolist() == [[0, 0], [0, 1]]  # the right-padded row's decode query is padding
+    assert causal_trim.padding_runs(_mask([[1, 1], [1, 1]]), 2) == ("none", None)
+    # right padding followed by generated tokens: not one run, materialised mask
+    assert causal_trim.padding_runs(_mask([[1, 0, 1], [1, 1, 1]]), 1) == ("other", None)
+
+
+def test_mask_function_answers_and_mask4d_matches_sdpa_mask():
+    from transformers.masking_utils import causal_mask_function, sdpa_mask
+
+    pad = _mask([[0, 1, 1, 1], [1, 1, 1, 1]])
+    got = causal_trim.mask_function(2, 4, 4, 0, 0, attention_mask=pad)
+    assert isinstance(got, causal_trim.PaddedCausal) and tuple(got.shape) == (2, 1, 4, 4)
+    want = sdpa_mask(2, 4, 4, 0, 0, causal_mask_function, pad, allow_is_causal_skip=False)
+    assert torch.equal(got.mask4d(), want)
+    assert causal_trim.mask_function(2, 4, 4, 0, 0, attention_mask=torch.ones(2, 4, dtype=torch.bool)) is None
+    other = causal_trim.mask_function(2, 1, 4, 3, 0, attention_mask=_mask([[1, 0, 1, 1], [1, 1, 1, 1]]))
+    assert isinstance(other, torch.Tensor) and other.shape == (2, 1, 1, 4)
+
+
+def test_dispatch_table_choices(monkeypatch):
+    rows = {("prefill", True): [(2, 512, "sdpa"), (2, 2048, "kernel"), (8, 512, "kernel")],
+            ("decode", False): [(1, 4096, "sdpa")]}
+    causal_trim.set_table(rows)
+    try:
+        assert causal_trim.choose("prefill", True, 2, 600) == "sdpa"  # nearest k of batch 2: 512
+        assert causal_trim.choose("prefill", True, 2, 1800) == "kernel"
+        assert causal_trim.choose("prefill", True, 6, 100) == "kernel"  # nearest batch: 8
+        assert causal_trim.choose("decode", False, 64, 100000) == "sdpa"
+        assert causal_trim.choose("chunk", False, 1, 8192) == "sdpa"  # not measured: unpatched path
+    finally:
+        causal_trim.set_table(None)
+    # the committed H200 table: cuDNN sdpa wins unpadded prefill and decode, the bounds path the
+    # padded batch-8 prefill at 2048 and chunked prefill
+    assert causal_trim.choose("prefill", False, 1, 4096) == "sdpa"
+    assert causal_trim.choose("decode", False, 1, 8192) == "sdpa"
+    assert causal_trim.choose("prefill", True, 8, 2048) == "kernel"
+    assert causal_trim.choose("chunk", False, 1, 8192) == "kernel"
+    data = json.loads(causal_trim.DISPATCH_FILE.read_text())
+    assert data["device"] == "NVIDIA H200" and len(data["entries"]) >= 20
+
+
+def _tiny(seed=0):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(LlamaConfig(**json.loads(CONFIG.read_text()))).eval()
+
+
+def test_attention_forward_padded_kernel_equals_sdpa_on_real_rows():
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    m = _tiny()
+    attn = m.model.layers[0].self_attn
+    g = torch.Generator().manual_seed(3)
+    q = torch.randn(2, 4, 11, 16, generator=g)
+    k = torch.randn(2, 2, 11, 16, generator=g)
+    v = torch.randn(2, 2, 11, 16, generator=g)
+    pad = _mask([[0, 0, 0] + [1] * 8, [1] * 9 + [0, 0]])
+    marker = causal_trim.mask_function(2, 11, 11, 0, 0, attention_mask=pad)
+    attn.__dict__[causal_trim._POLICY_ATTR] = "kernel"
+    try:
+        got, _ = causal_trim.attention_forward(attn, q, k, v, marker, scaling=0.25)
+    finally:
+        attn.__dict__.pop(causal_trim._POLICY_ATTR)
+    want, _ = sdpa_attention_forward(attn, q, k, v, marker.mask4d(), scaling=0.25)
+    real = pad  # query rows are the keys here (prefill)
+    err = (got[real] - want[real]).abs().max().item()
+    assert err < 1e-5, err
+    assert got[~real].abs().sum() == 0
+
+
+def test_verification_refuses_wrong_padded_bounds(monkeypatch):
+    """The padded probe is what catches a varlen path that reads the wrong keys."""
+    m = _tiny(1)
+    probe = torch.randint(3, 256, (1, 12), generator=torch.Generator().manual_seed(9))
+    real = causal_trim.padding_runs
+
+    def off_by_one(padding, q_length):
+        kind, b = real(padding, q_length)
+        if kind == "runs":
+            b = (b[0], (b[1] + torch.tensor([1, 0], dtype=torch.int32)).clamp(max=padding.shape[1]))
+        return kind, b
+
+    monkeypatch.setattr(causal_trim, "padding_runs", off_by_one)
+    with pytest.raises(PatchRefused, match="differ from the unpatched model"):
+        patch(m, ["causal_trim"], probe=probe)
+    monkeypatch.setattr(causal_trim, "padding_runs", real)
+    ps = patch(m, ["causal_trim"], probe=probe)
+    assert ps["causal_trim"].error < 1e-4
+    unpatch(ps)
+
+
+def test_rope_hoist_decode_steps_do_not_sync():
+    """One position-bound read (host sync) per multi-token forward; decode steps advance the bound
+    on the host, until it would leave the table."""
+    m = _tiny(2)
+    probe = torch.randint(3, 256, (1, 9), generator=torch.Generator().manual_seed(4))
+    ps = patch(m, ["rope_hoist"], probe=probe)
+    try:
+        h = ps["rope_hoist"].info["hoisted"]
+        before = h.syncs
+        prompt = torch.randint(3, 256, (1, 7), generator=torch.Generator().manual_seed(6))
+        m.generate(prompt, max_new_tokens=4, do_sample=False, pad_token_id=0)
+        assert h.syncs == before + 1 and h.bound == 7 + 4 - 2  # prefill synced; 3 decode steps did not
+        h.bound = h.cache.max_len - 1  # at the table's end: the next decode step reads the positions
+        with torch.no_grad():
+            m(input_ids=prompt[:, :1])
+        assert h.syncs == before + 2 and h.bound == 0
+    finally:
+        unpatch(ps)
