@@ -69,3 +69,10 @@ def test_a_list_and_each_message_in_it_are_one_level_of_nesting_each():
     with pytest.raises(InputError) as info:
         parse_pbtxt("b [ { " * 50 + "b { } " + "} ] " * 50, "c")
     assert str(info.value) == "c:1:303: error: invalid protobuf text format: nested deeper than 100 levels"
+
+
+def test_a_map_entry_without_a_value_has_no_span_to_edit():
+    doc = parse_pbtxt('parameters { key: "enable_kv_cache_reuse" }\n', "c")
+    assert doc.data == {"parameters": {"enable_kv_cache_reuse": ""}}  # proto3's default: the empty string
+    pos = doc.positions["/parameters/enable_kv_cache_reuse"]
+    assert (pos.line, pos.col, pos.start, pos.end) == (1, 19, -1, -1)
