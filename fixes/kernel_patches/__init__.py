@@ -7,10 +7,14 @@
 
 Patches (one module each, ``apply(model, **options) -> Patch``, ``Patch.revert()``):
   * ``causal_trim`` — attention through ``kernels.attention`` via AttentionInterface +
-    AttentionMaskInterface (padded batches fall back to sdpa per call);
+    AttentionMaskInterface; padded batches through the kernel's per-sequence bounds (read from the
+    2-D padding mask); each call routed to the kernel or sdpa by a table measured on the H200;
   * ``rope_hoist`` — one cos/sin cache and in-place ``kernels.rope.apply_rope_``;
-  * ``act_calib`` — per-token activation quantization (``kernels.act_quant``) on the MLP
-    Linears, with a ``RuntimeCalibrator`` per layer; changes numerics (looser tolerance).
+  * ``act_calib`` — W8A8 projections (``kernels.quant_gemm``): activations quantized per token
+    once per shared input (q/k/v, gate/up), int8 / fp8 products with the scales in the epilogue,
+    a ``RuntimeCalibrator`` per input and optional static scales; changes numerics (looser tolerance).
+
+End-to-end speed on the H200: bench/results/e2e-patches-h200-2026-12-01.md (bench/e2e_patches.py).
 
 Every patch is reversible and idempotent, refuses models it does not fit with
 :class:`PatchRefused` (a reason, and the measured error when verification failed), and is kept
