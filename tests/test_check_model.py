@@ -257,6 +257,19 @@ def test_import_and_attribute_stay_light():
     assert "check_model" in sits_doctor.__all__
 
 
+def test_readme_example_is_what_it_prints():
+    import doctest
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    block = readme.split("<!-- check-model:start -->", 1)[1].split("<!-- check-model:end -->", 1)[0]
+    body = block.strip().removeprefix("```pycon\n").removesuffix("```")
+    test = doctest.DocTestParser().get_doctest(body, {}, "README check_model", "README.md", 0)
+    assert len(test.examples) >= 6
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test, out=lambda text: pytest.fail(text))
+    assert runner.failures == 0
+
+
 def test_attributes_are_named_as_python_reaches_them():
     from transformers import Gemma3Config, Gemma3ForConditionalGeneration
 
