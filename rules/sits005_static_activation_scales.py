@@ -24,14 +24,14 @@ itself, and every vLLM or TensorRT-LLM deployment whose model config it can read
 that names the model).
 
 ## Why it hurts
-A static scale is one number per tensor (per Linear input), fixed from the activations the
-calibration set produced. At run time every input is divided by it and clamped to the format's
-range (±448 for fp8 e4m3, ±127 for int8): an activation larger than anything the calibration
-data showed is clipped, and a batch whose values are much smaller than the calibrated maximum
-uses only part of the 8-bit grid. Whether that costs accuracy depends on how well the
-calibration set covers the traffic; nothing at run time notices. Dynamic schemes compute the
-scale from each token's own values (per-token), so neither happens, at the cost of one absmax
-reduction per token before each quantized matrix multiply.
+A static scale is fixed from the activations the calibration set produced (for the FP8 and
+SmoothQuant recipes above, one number per layer input). At run time every input is divided by it
+and clamped to the format's range (±448 for fp8 e4m3, ±127 for int8): an activation larger than
+anything the calibration data showed is clipped, and with int8 a batch whose values are much
+smaller than the calibrated maximum lands on only a few of the 255 levels. Whether that costs
+accuracy depends on how well the calibration set covers the traffic; nothing at run time
+notices. Dynamic schemes compute the scale from each token's own values (per-token), so nothing
+is clipped, at the cost of one absmax reduction per token before each quantized matrix multiply.
 
 ## Example
 ```json file=model/config.json target=transformers==5.24.0
@@ -55,7 +55,8 @@ For a Hugging Face model config loaded by transformers, `sits-doctor fix --unsaf
 edits the value in place: `activation_scheme: dynamic` for `fp8`, and `dynamic: true` with
 `strategy: token` in the compressed-tensors group. The fp8 / compressed-tensors weights carry
 their own scales, so the same weights run with per-token activation scales; the checkpoint's
-stored activation scales are then unused (transformers reports them as unexpected keys).
+stored activation scales are then unused (transformers lists unused checkpoint tensors as
+UNEXPECTED in its load report, a warning).
 Unsafe: the numerics and the speed of every quantized Linear change; check your evaluations.
 Do not apply it to a folder vLLM serves: vLLM 0.33.0 registers no `input_scale` parameter for
 dynamic activations and its loader skips only KV-cache scale tensors it has no parameter for,
@@ -75,7 +76,8 @@ on; `act_quant.RuntimeCalibrator` counts the values a static scale clips on real
 - transformers `utils/quantization_config.py`@v5.24.0 `FineGrainedFP8Config` (`activation_scheme`
   defaults to `dynamic`; `static` accepted) and `integrations/finegrained_fp8.py`@v5.24.0
   `fp8_linear` ("pass a per-tensor scalar to use static activation quant; leave None for
-  dynamic (per-token) quant").
+  dynamic (per-token) quant"); `utils/loading_report.py`@v5.24.0 `log_state_dict_report`
+  (unexpected keys are logged, not raised).
 - vLLM `vllm/model_executor/layers/quantization/fp8.py`@v0.33.0 (`Fp8Config.from_config` requires
   `activation_scheme`; static uses `kFp8StaticTensorSym` and loads `input_scale`, dynamic
   `kFp8DynamicTokenSym`), `quantization/modelopt.py`@v0.33.0 (`FP8`: static per-tensor weight and
