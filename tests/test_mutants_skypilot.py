@@ -60,3 +60,17 @@ def test_a_written_accelerator_is_a_known_value_at_its_line():
     assert (product.value, product.templated, str(product.prov)) == ("A100-80GB", False, "t.yaml:5:3")
     assert (count.value, count.templated) == ("4", False)
     assert str(plan.env["SKYPILOT_NUM_GPUS_PER_NODE"].prov) == "set by SkyPilot from accelerators (t.yaml:5:3)"
+
+
+def test_without_num_nodes_the_task_runs_on_one_node():
+    plan = _plan(TASK.replace("num_nodes: {nodes}\n", ""))
+    assert plan.settings["pipeline_parallel_size"].value == 1
+    assert str(plan.env["SKYPILOT_NUM_NODES"].prov) == "set by SkyPilot from num_nodes (SkyPilot's default)"
+
+
+def test_a_run_key_alone_is_not_a_task():
+    assert skypilot.is_skypilot_task({"run": "vllm serve m", "resources": {"accelerators": "L4"}})
+    for data in ({"run": "vllm serve m"},  # no other task key: could be anything
+                 {"run": ["vllm", "serve"], "resources": {}},  # run is a script, not a list
+                 {"apiVersion": "v1", "kind": "Pod", "run": "x", "resources": {}}):
+        assert not skypilot.is_skypilot_task(data), data
