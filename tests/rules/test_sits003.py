@@ -147,8 +147,23 @@ def _live(**kw):
 def test_live_model_loaded_with_eager():
     from sits_doctor import check_model
 
-    (f,) = [f for f in check_model(_live(attn_implementation="eager")).findings if f.code == CODE]
+    report = check_model(_live(attn_implementation="eager"))
+    assert not report.internal_errors and not report.errors
+    (f,) = [f for f in report.findings if f.code == CODE]
     assert f.message.startswith("the model runs eager attention: transformers ")
     assert f.location.file == "<model LlamaForCausalLM>"
     assert f.fix_hint == "switch it with model.set_attn_implementation('sdpa')"
     assert [f for f in check_model(_live()).findings if f.code == CODE] == []
+
+
+@pytest.mark.parametrize(("version", "switch"), [("4.54.0", "model.set_attn_implementation('sdpa')"),
+                                                 ("4.53.3", "from_pretrained(..., attn_implementation='sdpa')")])
+def test_live_switch_advice_follows_the_installed_release(monkeypatch, version, switch):
+    import transformers
+
+    from sits_doctor import check_model
+
+    model = _live(attn_implementation="eager")
+    monkeypatch.setattr(transformers, "__version__", version)
+    (f,) = [f for f in check_model(model).findings if f.code == CODE]
+    assert f.fix_hint == f"switch it with {switch}"
