@@ -11,7 +11,8 @@ instead of skipping them:
 - `generation_config.json` `prefill_chunk_size` (transformers 4.51 and later) with SDPA: every chunk
   after the first has fewer queries than keys, so transformers hands SDPA an explicit bottom-right
   boolean mask instead of `is_causal`, and torch cannot use its flash kernel for it.
-- A TensorRT-LLM engine built with `plugin_config.context_fmha` disabled, or an LLM-API config on
+- A TensorRT-LLM engine built with `plugin_config.context_fmha` disabled (before 0.8:
+  `context_fmha_type: 0`), or an LLM-API config on
   the TensorRT backend (`backend: tensorrt`) that builds one: the context phase writes the whole
   `Q*K^T` matrix to memory before the softmax. (The PyTorch backend has no `build_config`.)
 
@@ -64,7 +65,7 @@ torch picks here for a causal prefill and for an explicit mask.
 - PyTorch `aten/src/ATen/native/transformers/cuda/sdp_utils.cpp` (the flash backend takes no
   `attn_mask`).
 - TensorRT-LLM `docs/source/advanced/gpt-attention.md` "Context Phase" (context FMHA disabled stores
-  `Q*K^T`; "the slowest method"), `tensorrt_llm/plugin/plugin.py` (`context_fmha` default true).
+  `Q*K^T`; "the slowest method"), `tensorrt_llm/plugin/plugin.py` (`context_fmha` default true; `ContextFMHAType.disabled = 0`@v0.7.1).
 """
 
 from __future__ import annotations
@@ -173,19 +174,24 @@ def _chunked_prefill(plan: Plan, ctx) -> Iterator[Finding]:
 
 def _context_fmha(plan: Plan, ctx) -> Iterator[Finding]:
     flag = plan.settings.get(tra.CONTEXT_FMHA)
-    if flag is None or flag.value not in tra.OFF:
+    legacy = plan.settings.get(tra.LEGACY_CONTEXT_FMHA)
+    if flag is not None and flag.value in tra.OFF:
+        shown = f"context_fmha {'false' if flag.value is False else flag.value}"
+    elif legacy is not None and legacy.value == tra.LEGACY_OFF and not isinstance(legacy.value, bool):
+        flag, shown = legacy, "context_fmha_type 0 (disabled)"
+    else:
         return
-    shown = "false" if flag.value is False else flag.value
     built = plan.kind == "trtllm-engine"
+    rebuild = tra.LEGACY_REBUILD if flag is legacy else tra.REBUILD
     if built:
-        fix = edit.display(flag, f"rebuild the engine: {tra.REBUILD}", "an engine's plugins are fixed when it is built")
+        fix = edit.display(flag, f"rebuild the engine: {rebuild}", "an engine's plugins are fixed when it is built")
     else:
         fix = edit.replace_value(flag, True, "build with context_fmha enabled", Safety.UNSAFE)
     yield RULE.finding(
         plan, flag,
-        f"the engine {'was' if built else 'is'} built with context_fmha {shown}: its context phase stores the whole Q*K^T matrix "
+        f"the engine {'was' if built else 'is'} built with {shown}: its context phase stores the whole Q*K^T matrix "
         "before the softmax (memory quadratic in the prompt length, and TensorRT-LLM's slowest attention path)",
-        evidence=[f"context_fmha {shown} ({flag.prov})", f"target: {ctx.target}"],
+        evidence=[f"{shown} ({flag.prov})", f"target: {ctx.target}"],
         fixes=[fix],
-        fix_hint=f"rebuild with {tra.REBUILD}" if built else "enable context_fmha (its default)",
+        fix_hint=f"rebuild with {rebuild}" if built else "enable context_fmha (its default)",
     )

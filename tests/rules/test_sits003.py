@@ -167,3 +167,14 @@ def test_live_switch_advice_follows_the_installed_release(monkeypatch, version, 
     monkeypatch.setattr(transformers, "__version__", version)
     (f,) = [f for f in check_model(model).findings if f.code == CODE]
     assert f.fix_hint == f"switch it with {switch}"
+
+
+def test_pre_0_8_engine_with_context_fmha_type_disabled(tmp_path, monkeypatch):
+    text = (FIXTURES / "trtllm" / "engine-pre08" / "config.json").read_text()
+    assert '"context_fmha_type": 1,' in text
+    assert harness.findings(tmp_path, monkeypatch, {"e/config.json": text}, "e/config.json", CODE) == []
+    off = text.replace('"context_fmha_type": 1,', '"context_fmha_type": 0,')
+    (f,) = harness.findings(tmp_path, monkeypatch, {"e/config.json": off}, "e/config.json", CODE)
+    assert f.message.startswith("the engine was built with context_fmha_type 0 (disabled): its context phase")
+    assert f.location.line == next(i for i, t in enumerate(off.splitlines(), 1) if "context_fmha_type" in t)
+    assert f.fix_hint.startswith("rebuild with examples/<model>/build.py --enable_context_fmha")
