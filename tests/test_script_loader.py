@@ -131,6 +131,28 @@ def test_dockerfile_shell_form_entrypoint_and_stage_rules():
     assert apply_edits(text, fix.edits).endswith("    --max-model-len $MAX\n")
 
 
+def test_dockerfile_skips_comment_and_empty_lines_inside_a_continued_instruction():
+    # Docker's parser drops them and keeps reading the instruction (moby/buildkit
+    # frontend/dockerfile/parser: comments and empty continuation lines are skipped).
+    text = ("FROM vllm/vllm-openai:v0.11.0\n"
+            "CMD vllm serve org/m \\\n"
+            "    # the old scheduler\n"
+            "    --num-scheduler-steps 8 \\\n"
+            "\n"
+            "    --max-model-len 8192\n"
+            "ENV AFTER=1\n")
+    (plan,) = plans_of(text, "Dockerfile")
+    assert plan.settings["max_model_len"].value == 8192
+    steps = plan.settings["num_scheduler_steps"]
+    assert (steps.prov.line, steps.prov.col) == (4, 5)
+    assert {k: v.value for k, v in plan.env.items()} == {"AFTER": "1"}
+    fix = edit.remove(steps, "remove --num-scheduler-steps")
+    assert apply_edits(text, fix.edits) == text.replace("    --num-scheduler-steps 8 \\\n", "")
+    # without the continuation the comment ends nothing: the next line is not part of CMD
+    (plan,) = plans_of(text.replace("org/m \\\n", "org/m\n"), "Dockerfile")
+    assert "max_model_len" not in plan.settings
+
+
 def test_entrypoint_resets_an_earlier_cmd():
     text = 'FROM ubuntu\nCMD ["--max-model-len", "1"]\nENTRYPOINT ["vllm", "serve", "m"]\n'
     (plan,) = plans_of(text, "Dockerfile")

@@ -173,7 +173,7 @@ def parse_dockerfile(text: str, display: str) -> SourceDoc:
     ``/CMD`` (exec form: a list with a position per item; shell form: the words of its text)."""
     doc = SourceDoc(display, "dockerfile", {}, {"": Pos(1, 1, start=0, end=len(text))}, text)
     for keyword, start, end in _instructions(text):
-        body = text[start:end]
+        body = _without_skipped_lines(text[start:end])
         line, col = doc.lines.linecol(start)
         if keyword == "FROM":
             image = body.split()[0] if body.split() else ""
@@ -206,13 +206,33 @@ def _instructions(text: str) -> list[tuple[str, int, int]]:
             continue
         m = _INSTRUCTION.match(text, i)
         end = line_end
-        while end < n and text[:end].rstrip(" \t\r").endswith("\\"):  # continuation lines
-            nxt = text.find("\n", end + 1)
+        continued = text[i:end].rstrip(" \t\r").endswith("\\")
+        while continued and end < n:  # continuation lines
+            nxt_start = end + 1
+            nxt = text.find("\n", nxt_start)
             end = n if nxt < 0 else nxt
+            line = text[nxt_start:end].strip(" \t\r")
+            if line and not line.startswith("#"):  # Docker skips empty and comment lines inside an instruction
+                continued = line.endswith("\\")
         if m is not None and m.start() == i:
             out.append((m.group(1).upper(), m.end(), end))
         i = end + 1
     return out
+
+
+def _without_skipped_lines(body: str) -> str:
+    """``body`` with the empty and comment lines Docker skips inside a continued instruction turned
+    into spaces (their newline too), so the words around them join as Docker joins them and every
+    offset stays where it is in the file."""
+    out, continued = [], False
+    for line in body.splitlines(keepends=True):
+        content = line.strip(" \t\r\n")
+        if continued and (not content or content.startswith("#")):
+            out.append(" " * len(line))
+            continue
+        out.append(line)
+        continued = content.endswith("\\")
+    return "".join(out)
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
