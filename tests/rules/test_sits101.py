@@ -278,3 +278,8 @@ def test_live_model_in_float32():
     assert [f for f in check_model(model, gpu="T4").findings if f.code == CODE][0].fix_hint == "model.to(torch.float16)"
     assert [f for f in check_model(model.to(dtype=__import__("torch").bfloat16), gpu="A10G").findings
             if f.code == CODE] == []
+
+
+def test_float32_on_compute_capability_8_0_gets_bfloat16(tmp_path, monkeypatch):
+    (f,) = hf(tmp_path, monkeypatch, {**LLAMA, "torch_dtype": "float32"}, "transformers==5.24.0", gpu="A100")
+    assert f.fix_hint.startswith("write bfloat16") and len(f.fixes) == 1
