@@ -448,3 +448,24 @@ def test_ort_on_a_gpu_the_weights_fill_offers_no_length(tmp_path, monkeypatch):
     report = clean(check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS001"], gpu_memory=8 * 2**30)))
     (f,) = report.findings  # Phi-3-mini's ~7.6 GB of fp16 weights leave nothing of 8 GiB for the buffer
     assert f.severity.value == "error" and not f.fixes and f.fix_hint == "use a GPU with more memory"
+
+
+def test_a_live_float32_model_caches_kv_in_float32():
+    # generate() keeps K and V in the model's dtype: 4 bytes per value for a float32 model (check_model)
+    import torch
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    from sits_doctor import check_model
+
+    def token(dtype):
+        config = LlamaConfig(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                             intermediate_size=14336, vocab_size=128256, max_position_embeddings=131072, dtype=dtype)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config)
+        model.generation_config.max_length = 131072
+        return [f for f in check_model(model, gpu="A100-SXM-40GB").findings if f.code == "SITS001"]
+
+    assert token("bfloat16") == []
+    (f,) = token("float32")
+    assert "at about token 35520 (32.00 GiB of KV cache at 131072)" in f.message
+    assert "· 4 B · 32 layers" in f.evidence[1]
