@@ -153,6 +153,22 @@ def test_dockerfile_skips_comment_and_empty_lines_inside_a_continued_instruction
     assert "max_model_len" not in plan.settings
 
 
+def test_dockerfile_exec_form_joins_continuations_first_even_inside_an_item():
+    # Docker removes "\\" + newline (blanks allowed after the backslash) before parsing the JSON
+    text = ('FROM vllm/vllm-openai:v0.11.0\n'
+            'CMD ["org/m", "--swap-space", "4", \\  \n'
+            '     "--max-model-len", "81\\\n'
+            '92"]\n')
+    doc = parse_dockerfile(text, "Dockerfile")
+    assert doc.data["CMD"] == ["org/m", "--swap-space", "4", "--max-model-len", "8192"]
+    pos = doc.positions["/CMD/4"]
+    assert (pos.line, pos.col, text[pos.start:pos.end]) == (3, 25, '"81\\\n92"')
+    (plan,) = dockerfile_plans(doc)
+    assert plan.settings["max_model_len"].value == 8192
+    fix = edit.remove(plan.settings["swap_space"], "remove --swap-space")
+    assert apply_edits(text, fix.edits) == text.replace(' "--swap-space", "4",', "")
+
+
 def test_entrypoint_resets_an_earlier_cmd():
     text = 'FROM ubuntu\nCMD ["--max-model-len", "1"]\nENTRYPOINT ["vllm", "serve", "m"]\n'
     (plan,) = plans_of(text, "Dockerfile")

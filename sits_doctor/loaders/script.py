@@ -235,6 +235,7 @@ def _without_skipped_lines(body: str) -> str:
     return "".join(out)
 
 
+_CONTINUATION = re.compile(r"\\[ \t]*\r?\n")  # Docker: the escape character ending a line (trailing blanks allowed)
 _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
 
 
@@ -245,10 +246,10 @@ def _command_value(doc: SourceDoc, keyword: str, body: str, start: int) -> Any:
     items = _exec_form(body)
     if items is not None:  # ["vllm", "serve", ...]: each item keeps its place in the file
         doc.positions[pointer] = Pos(line, col, start=offset, end=start + len(body.rstrip()), style="flow")
-        for i, (text, m) in enumerate(items):
-            at = start + m.start()
+        for i, (text, (item_start, item_end)) in enumerate(items):
+            at = start + item_start
             item_line, item_col = doc.lines.linecol(at)
-            doc.positions[join_pointer(pointer, i)] = Pos(item_line, item_col, start=at, end=start + m.end(), style='"')
+            doc.positions[join_pointer(pointer, i)] = Pos(item_line, item_col, start=at, end=start + item_end, style='"')
         return [text for text, _ in items]
     words = shell.split(body)
     doc.positions[pointer] = Pos(line, col, start=offset, end=start + len(body))
@@ -256,13 +257,16 @@ def _command_value(doc: SourceDoc, keyword: str, body: str, start: int) -> Any:
     return [w.text for w in words]
 
 
-def _exec_form(body: str) -> list[tuple[str, re.Match]] | None:
-    """The items of an exec-form ``["a", "b"]`` with where each is written, or None (shell form).
-    A line continuation between items is only white space to Docker."""
+def _exec_form(body: str) -> list[tuple[str, tuple[int, int]]] | None:
+    """The items of an exec-form ``["a", "b"]`` with where each is written in ``body`` (start,
+    end), or None (shell form). Docker removes each line continuation (the backslash and its
+    newline) before it parses the JSON, so one may sit between items or inside an item."""
     import json
 
-    joined = body.replace("\\\r\n", " ").replace("\\\n", " ").strip()
-    if not joined.startswith("["):
+    dropped = {k for m in _CONTINUATION.finditer(body) for k in range(m.start(), m.end())}
+    kept = [k for k in range(len(body)) if k not in dropped]
+    joined = "".join(body[k] for k in kept)
+    if not joined.strip().startswith("["):
         return None
     try:
         items = json.loads(joined)
@@ -270,11 +274,11 @@ def _exec_form(body: str) -> list[tuple[str, re.Match]] | None:
         return None
     if not isinstance(items, list) or not all(isinstance(x, str) for x in items):
         return None
-    found = list(_JSON_STRING.finditer(body))
+    found = list(_JSON_STRING.finditer(joined))
     decoded = [json.loads(m.group()) for m in found]
     if decoded != items:
         return None
-    return list(zip(decoded, found))
+    return [(text, (kept[m.start()], kept[m.end() - 1] + 1)) for text, m in zip(decoded, found)]
 
 
 def _env(doc: SourceDoc, body: str, start: int) -> None:
