@@ -368,9 +368,11 @@ def _rules(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
             for m in RULES
         ], indent=2))
         return 0
-    for m in RULES:
-        r = m.RULE
-        _out(f"{r.code}  {r.name:<30} {r.severity.value:<8} {','.join(r.frameworks):<22} {r.summary}")
+    rules = [m.RULE for m in RULES]
+    name_w = max(len(r.name) for r in rules)
+    fw_w = max(len(",".join(r.frameworks)) for r in rules)
+    for r in rules:
+        _out(f"{r.code}  {r.name:<{name_w}}  {r.severity.value:<8} {','.join(r.frameworks):<{fw_w}}  {r.summary}")
     return 0
 
 

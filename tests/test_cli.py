@@ -732,3 +732,10 @@ def test_a_reader_that_goes_away_ends_the_run_quietly():
     err = proc.stderr.read()
     proc.wait()
     assert proc.returncode == 141 and b"Traceback" not in err and b"BrokenPipe" not in err
+
+
+def test_rules_text_columns_line_up(tmp_path):
+    r = run_cli("rules", cwd=tmp_path)
+    lines = [line for line in r.stdout.splitlines() if line.strip()]
+    severity_at = {line.index(sev) for line in lines for sev in ("error", "warning") if f"  {sev} " in line}
+    assert len(severity_at) == 1  # the longest name does not push its severity out of the column
