@@ -3,6 +3,8 @@
     from sits_doctor.fixes.kernel_patches import patch, unpatch
     ps = patch(model, ["causal_trim", "rope_hoist", "act_calib"])   # verified, or PatchRefused
     ...
+    ps.fallbacks()        # {"causal_trim": {"sliding_window": 12}, ...}: calls handed back to
+                          # transformers' own path, per reason (ps.fallback_report(): as text)
     unpatch(ps)                                                     # the model as it was
 
 Patches (one module each, ``apply(model, **options) -> Patch``, ``Patch.revert()``):
@@ -14,6 +16,8 @@ Patches (one module each, ``apply(model, **options) -> Patch``, ``Patch.revert()
     once per shared input (q/k/v, gate/up), int8 / fp8 products with the scales in the epilogue,
     a ``RuntimeCalibrator`` per input and optional static scales; changes numerics (looser tolerance).
 
+Families: llama, mistral, qwen2, qwen3 (all three patches), gemma3_text (all three; its
+sliding-window layers fall back to transformers' sdpa, counted); tests/kernels/test_patch_families.py.
 End-to-end speed on the H200: bench/results/e2e-patches-h200-2026-12-01.md (bench/e2e_patches.py).
 
 Every patch is reversible and idempotent, refuses models it does not fit with
@@ -97,6 +101,10 @@ def patch(
         new.append(p)
         out.append(p)
         active[name] = p
+    for p in new:  # later patches' probes ran through the earlier ones: count the user's calls only
+        reset = getattr(PATCHES[p.name], "reset_counts", None)
+        if reset is not None:
+            reset(p)
     return PatchSet(model=model, patches=out, refused=refused)
 
 

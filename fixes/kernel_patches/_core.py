@@ -56,6 +56,15 @@ class Patch:
     tolerance: float | None = None  # the rtol it was verified against
     active: bool = True
 
+    def fallbacks(self) -> dict[str, int]:
+        """Calls since this patch was applied that took transformers' own (unpatched) path
+        instead of the kernel, per reason, e.g. ``{"sliding_window": 12}`` (the probe's calls
+        during verification are not counted)."""
+        from . import PATCHES
+
+        fn = getattr(PATCHES.get(self.name), "fallbacks", None)
+        return fn(self) if fn is not None else {}
+
     def revert(self) -> None:
         if not self.active:
             return
@@ -84,6 +93,18 @@ class PatchSet:
 
     def __contains__(self, name: str) -> bool:
         return any(p.name == name for p in self.patches)
+
+    def fallbacks(self) -> dict[str, dict[str, int]]:
+        """{patch name: {reason: calls}} — see :meth:`Patch.fallbacks`."""
+        return {p.name: p.fallbacks() for p in self.patches}
+
+    def fallback_report(self) -> str:
+        """One line per patch, e.g. ``causal_trim: sliding_window: 12 calls``."""
+        lines = []
+        for name, counts in self.fallbacks().items():
+            what = ", ".join(f"{r}: {n} call{'s' if n != 1 else ''}" for r, n in counts.items())
+            lines.append(f"{name}: {what or 'no fallbacks'}")
+        return "\n".join(lines)
 
     @property
     def names(self) -> list[str]:
@@ -146,8 +167,25 @@ def _returned_cache(out):
     return None
 
 
-@torch.no_grad()
+_PROBING = [0]  # > 0 while a verification probe runs: the patches' own call counters skip it
+
+
+def probing() -> bool:
+    """True while :func:`run_probe` runs (patches count only the user's calls)."""
+    return _PROBING[0] > 0
+
+
 def run_probe(model, ids: torch.Tensor, *, padded: bool = True) -> torch.Tensor:
+    """See :func:`_run_probe`; the patches' per-patch fallback counters do not count these calls."""
+    _PROBING[0] += 1
+    try:
+        return _run_probe(model, ids, padded=padded)
+    finally:
+        _PROBING[0] -= 1
+
+
+@torch.no_grad()
+def _run_probe(model, ids: torch.Tensor, *, padded: bool = True) -> torch.Tensor:
     """Logits (fp32, flattened to [rows, vocab]) of: a full forward without cache; then prefill
     ids[:, :-4], a 3-token chunk over that cache, one decode token; and, with ``padded``, the
     padded probe of :func:`padded_probe` — concatenated."""

@@ -389,6 +389,19 @@ def _reset(patch: Patch) -> None:
         c.clear()
 
 
+def reset_counts(patch: Patch) -> None:
+    """Zero the call counters and the calibrators (the probes of patches applied after this one
+    ran through it)."""
+    _reset(patch)
+
+
+def fallbacks(patch: Patch) -> dict[str, int]:
+    """Calls that left the quantized path, per reason, since applied: ``autograd`` (training or
+    inputs needing gradients: the plain Linear), ``int_mm`` / ``scaled_mm`` (a shape that backend
+    refuses: the Triton W8A8 kernel instead)."""
+    return dict(sorted(patch.info["fallbacks"].items()))
+
+
 def freeze_static(patch: Patch) -> dict:
     """Quantize with per-tensor static scales from now on: each group's calibrated running absmax
     / QMAX (``RuntimeCalibrator.scale``), the deployment SITS005 describes. Returns {group: scale}."""

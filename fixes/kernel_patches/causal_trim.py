@@ -35,8 +35,18 @@ unpatched model, on an unpadded and a left/right padded probe (see ``_core``), b
 is switched to the one asked for. ``STATS`` counts ``kernel``, ``kernel:padded``, ``sdpa:<phase>``
 and ``fallback:<reason>`` (process-wide).
 
-Refused at apply: model types other than llama / mistral / qwen2 / qwen3 (not verified), non-causal
-configs, sliding-window layers, ``output_attentions``, attention softcapping, training mode,
+Sliding-window layers (Mistral with ``sliding_window``, Qwen2/3 with ``use_sliding_window``, the
+``sliding_attention`` layers of Gemma 3) are not expressible by the causal kernel: their mask is
+transformers' own ``sdpa_mask`` (is_causal skip included) and every call of theirs goes to
+transformers' sdpa path, counted as ``fallback:sliding_window``; the full-attention layers of the
+same model take the kernel. Per patch, ``patch.info["calls"]`` counts the same keys for this model
+only, without the verification probes; ``fallbacks(patch)`` / ``Patch.fallbacks()`` give
+``{reason: calls}``, e.g. ``{"sliding_window": 12}``.
+
+Refused at apply: model types other than llama / mistral / qwen2 / qwen3 / gemma3_text (not
+verified), non-causal configs, layer types other than full / sliding attention, a
+``sliding_window`` on a family whose attention has no sliding-window path (llama), ``output_attentions``,
+attention softcapping (sdpa cannot express it either: Gemma 2), training mode,
 head_dim > 256, dtypes other than fp16 / bf16 / fp32, a CPU model without ``TRITON_INTERPRET=1``,
 models that cannot switch attention implementation at runtime.
 """
@@ -53,16 +63,22 @@ from pathlib import Path
 
 import torch
 
-from ._core import DEFAULT_RTOL, Patch, PatchRefused, UndoStack, apply_verified, model_device, model_dtype
+from ._core import (DEFAULT_RTOL, Patch, PatchRefused, UndoStack, apply_verified, model_device, model_dtype,
+                    probing)
 
 NAME = "causal_trim"
 IMPL = "sits_causal_trim"
-FAMILIES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+FAMILIES = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma3_text"})
+# families whose attention modules read a per-layer ``sliding_window`` (None on full layers) and
+# whose models build a sliding-window mask for those layers: their sliding layers fall back
+# (counted as ``fallback:sliding_window``), their full layers take the kernel
+SLIDING_FAMILIES = frozenset({"mistral", "qwen2", "qwen3", "gemma3_text"})
 RTOL = DEFAULT_RTOL
 STATS: Counter = Counter()  # "kernel", "kernel:padded", "sdpa:<phase>", "fallback:<reason>"
 POLICIES = ("table", "kernel", "sdpa")
 DISPATCH_FILE = Path(__file__).with_name("causal_trim_dispatch.json")
 _POLICY_ATTR = "_sits_causal_trim_dispatch"  # on each attention module while patched
+_STATS_ATTR = "_sits_causal_trim_stats"  # on each attention module: the patch's own Counter
 
 _registered = {"refs": 0, "prev_attn": None, "prev_mask": None}
 
@@ -167,13 +183,13 @@ def padding_runs(padding: torch.Tensor, q_length: int):
 
 
 def _unfit(module, query, key, value, attention_mask, dropout, is_causal, kwargs) -> str | None:
+    for kw in ("sliding_window", "softcap", "s_aux", "sinks"):
+        if kwargs.get(kw) is not None:
+            return kw
     if attention_mask is not None:
         return "mask"
     if dropout:
         return "dropout"
-    for kw in ("softcap", "sliding_window", "s_aux", "sinks"):
-        if kwargs.get(kw) is not None:
-            return kw
     if is_causal is False or not getattr(module, "is_causal", True):
         return "non_causal"
     if query.dim() != 4 or key.dim() != 4 or value.dim() != 4:
@@ -199,6 +215,13 @@ def route(module, query, key, padded: bool) -> str:
     return choose(phase_of(query.shape[2], key.shape[2]), padded, query.shape[0], key.shape[2])
 
 
+def _count(module, key: str) -> None:
+    STATS[key] += 1
+    own = module.__dict__.get(_STATS_ATTR)
+    if own is not None and not probing():
+        own[key] += 1
+
+
 def attention_forward(module, query, key, value, attention_mask, dropout=0.0, scaling=None,
                       is_causal=None, **kwargs):
     """transformers' attention signature: q [B, Hq, Sq, D], k/v [B, Hk, Sk, D] (after the cache
@@ -214,17 +237,17 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         causal_attention(query, key, value, sm_scale=scaling, out=buf.transpose(1, 2),
                          seq_bounds_q=attention_mask.bounds_q if padded else None,
                          seq_bounds_k=attention_mask.bounds_k if padded else None)
-        STATS["kernel"] += 1
+        _count(module, "kernel")
         if padded:
-            STATS["kernel:padded"] += 1
+            _count(module, "kernel:padded")
         return buf, None
 
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     if reason is not None:
-        STATS["fallback:" + reason] += 1
+        _count(module, "fallback:" + reason)
     else:
-        STATS["sdpa:" + phase_of(query.shape[2], key.shape[2])] += 1
+        _count(module, "sdpa:" + phase_of(query.shape[2], key.shape[2]))
     if padded:
         attention_mask = attention_mask.mask4d()
     causal = is_causal is not False and getattr(module, "is_causal", True)
@@ -248,8 +271,12 @@ def mask_function(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask
         mask_function = causal_mask_function
 
     def materialise():
+        # A sliding-window layer always falls back (its attention call carries ``sliding_window``):
+        # it gets exactly transformers' own sdpa mask, is_causal skip included. Every other mask
+        # handed out here is materialised, so that the attention call sees it and falls back.
+        skip = allow_is_causal_skip if local_size is not None else False
         return sdpa_mask(batch_size, q_length, kv_length, q_offset, kv_offset, mask_function,
-                         attention_mask, local_size=local_size, allow_is_causal_skip=False, **kwargs)
+                         attention_mask, local_size=local_size, allow_is_causal_skip=skip, **kwargs)
 
     plain = (allow_is_causal_skip and mask_function is causal_mask_function and local_size is None
              and not isinstance(q_offset, torch.Tensor) and not isinstance(kv_offset, torch.Tensor)
@@ -283,13 +310,16 @@ def check(model, *, dispatch: str = "table") -> None:
     if not getattr(cfg, "is_causal", True):
         raise PatchRefused(NAME, "config.is_causal is False: the kernel is causal only")
     layer_types = getattr(cfg, "layer_types", None)
-    if layer_types and any(t != "full_attention" for t in layer_types):
-        kinds = sorted(set(layer_types) - {"full_attention"})
+    allowed = {"full_attention", "sliding_attention"} if mt in SLIDING_FAMILIES else {"full_attention"}
+    if layer_types and any(t not in allowed for t in layer_types):
+        kinds = sorted(set(layer_types) - allowed)
         raise PatchRefused(NAME, f"layers of type {kinds} (sliding-window / chunked attention) "
-                                 f"are not expressible by the causal kernel")
-    if getattr(cfg, "sliding_window", None) is not None and (mt == "mistral" or not layer_types):
-        raise PatchRefused(NAME, f"sliding_window={cfg.sliding_window}: sliding-window attention "
-                                 f"is not expressible by the causal kernel")
+                                 f"are not expressible by the causal kernel for {mt!r}")
+    if getattr(cfg, "sliding_window", None) is not None and not layer_types and mt not in SLIDING_FAMILIES:
+        # the family's attention does not read the window: config and modeling disagree
+        raise PatchRefused(NAME, f"sliding_window={cfg.sliding_window} on {mt!r}, whose attention "
+                                 f"has no sliding-window path: sliding-window attention is not "
+                                 f"expressible by the causal kernel")
     if getattr(cfg, "output_attentions", False):
         raise PatchRefused(NAME, "output_attentions=True: the kernel does not return attention weights")
     if getattr(cfg, "attn_logit_softcapping", None):
@@ -367,10 +397,39 @@ def install(model, *, dispatch: str = "table"):
                                      f"{model.config._attn_implementation!r}")
         _set_policy(model, "kernel")  # verification checks the kernel itself
         undo.push(lambda: [m.__dict__.pop(_POLICY_ATTR, None) for m in _attention_modules(model)])
+        own = Counter()
+        for m in _attention_modules(model):
+            m.__dict__[_STATS_ATTR] = own
+        undo.push(lambda: [m.__dict__.pop(_STATS_ATTR, None) for m in _attention_modules(model)])
     except BaseException:
         undo()
         raise
-    return undo, {"previous_attn_implementation": previous, "stats": STATS, "dispatch": dispatch}
+    return undo, {"previous_attn_implementation": previous, "stats": STATS, "dispatch": dispatch,
+                  "calls": own, "sliding_layers": sliding_layers(model)}
+
+
+def sliding_layers(model) -> list[int]:
+    """Indices of the decoder layers whose attention is sliding-window (they always fall back)."""
+    cfg = model.config
+    layer_types = getattr(cfg, "layer_types", None)
+    n = int(getattr(cfg, "num_hidden_layers", 0) or 0)
+    if layer_types:
+        return [i for i, t in enumerate(layer_types) if t == "sliding_attention"]
+    if getattr(cfg, "model_type", None) == "mistral" and getattr(cfg, "sliding_window", None) is not None:
+        return list(range(n))
+    return []
+
+
+def reset_counts(patch: Patch) -> None:
+    """Zero this patch's own call counters (``STATS``, process-wide, is left alone)."""
+    patch.info["calls"].clear()
+
+
+def fallbacks(patch: Patch) -> dict[str, int]:
+    """This patch's calls that fell back to transformers' sdpa path, per reason (since it was
+    applied; verification calls not included), e.g. ``{"sliding_window": 12}``."""
+    own = patch.info["calls"]
+    return {k.split(":", 1)[1]: v for k, v in sorted(own.items()) if k.startswith("fallback:")}
 
 
 def set_dispatch(patch: Patch, dispatch: str) -> None:
@@ -384,5 +443,9 @@ def set_dispatch(patch: Patch, dispatch: str) -> None:
 def apply(model, *, dispatch: str = "table", **kw) -> Patch:
     """Switch ``model`` to the causal_trim kernel; verified on probe batches with every call on the
     kernel (see ``_core``), then routed by ``dispatch`` ("table": the measured faster path)."""
+    def after_verify(p: Patch) -> None:
+        set_dispatch(p, dispatch)
+        p.info["calls"].clear()  # count the user's calls, not the probe's
+
     return apply_verified(model, NAME, check, install, rtol_table=RTOL,
-                          after_verify=lambda p: set_dispatch(p, dispatch), dispatch=dispatch, **kw)
+                          after_verify=after_verify, dispatch=dispatch, **kw)

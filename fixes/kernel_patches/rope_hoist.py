@@ -1,6 +1,9 @@
 """rope_hoist: one cos/sin cache per model, and ``apply_rope_`` rotating q and k in place.
 
-Hooks (transformers 5.24; llama / mistral / qwen2 / qwen3 share this code path):
+Hooks (transformers 5.24; llama / mistral / qwen2 / qwen3 / gemma3_text share this code path;
+Gemma 3's rotary module holds one table per layer type, ``<type>_inv_freq``, and is called as
+``rotary_emb(x, position_ids, layer_type)``: one hoisted cache per layer type,
+``info["hoisted_by_type"]``):
   * ``<Family>RotaryEmbedding.forward`` of the model's one rotary module (``model.model.rotary_emb``),
     overridden on the *instance* (an entry in its ``__dict__``; revert deletes it). Instead of
     computing cos/sin [B, S, D] on every forward it returns ``(position_ids, hoisted)``, which
@@ -28,6 +31,8 @@ Calls of fewer than ``min_tokens`` tokens on CUDA (``rope_hoist_dispatch.json``,
 H200: decode, where a Triton launch's host time exceeds transformers' few small ops) take the
 original math with cos/sin gathered once per forward from the same cache. Falls back per call to
 the original math the same way when autograd needs the inputs (``apply_rope_`` is in place, inference only) or q/k are not [B, H, S, D].
+Per-call fallbacks to transformers' math are counted per reason (``fallbacks(patch)``:
+``autograd``, ``layout``), without the verification probes.
 Refused: other model types, ``dynamic`` / ``longrope`` rope types (their frequencies depend on the
 current length, which a cache built once does not follow), a rotary dim different from the
 model's, training mode, a CPU model without ``TRITON_INTERPRET=1``.
@@ -41,12 +46,14 @@ import os
 import sys
 from pathlib import Path
 
+from collections import Counter
+
 import torch
 
-from ._core import DEFAULT_RTOL, Patch, PatchRefused, UndoStack, apply_verified, model_device
+from ._core import DEFAULT_RTOL, Patch, PatchRefused, UndoStack, apply_verified, model_device, probing
 
 NAME = "rope_hoist"
-FAMILIES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+FAMILIES = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma3_text"})
 LENGTH_DEPENDENT = frozenset({"dynamic", "longrope"})
 RTOL = DEFAULT_RTOL
 SYMBOL = "apply_rotary_pos_emb"
@@ -80,6 +87,7 @@ class Hoisted:
         self._cs = (None, None, None)
         self.bound = None  # an upper bound of the positions seen since the last multi-token call
         self.syncs = 0
+        self.reasons: Counter = Counter()  # calls that took transformers' math, per reason
 
     def ensure(self, max_pos: int) -> None:
         if max_pos >= self.cache.max_len:
@@ -115,7 +123,8 @@ def _dispatcher(orig):
             hoisted.small += 1
             c, s = hoisted.cos_sin_cached(position_ids, q.dtype)
             return orig(q, k, c, s, unsqueeze_dim)
-        if unsqueeze_dim == 1 and q.dim() == 4 and k.dim() == 4 and not needs_grad:
+        fits = unsqueeze_dim == 1 and q.dim() == 4 and k.dim() == 4
+        if fits and not needs_grad:
             from sits_doctor.kernels.rope import apply_rope_, apply_rope_unchecked_
 
             hoisted.calls += 1
@@ -127,6 +136,8 @@ def _dispatcher(orig):
             hoisted.checked = layout
             return out
         hoisted.fallbacks += 1
+        if not probing():
+            hoisted.reasons["autograd" if needs_grad else "layout"] += 1
         c, s = hoisted.cos_sin(position_ids, q.dtype)
         return orig(q, k, c, s, unsqueeze_dim)
 
@@ -183,12 +194,14 @@ def check(model) -> None:
                                  f"{SYMBOL} ({', '.join(sorted(FAMILIES))})")
     if model.training:
         raise PatchRefused(NAME, "model is in training mode: apply_rope_ is in place, inference only")
-    kind = _rope_params(cfg).get("rope_type", _rope_params(cfg).get("type", "default"))
-    if kind in LENGTH_DEPENDENT:
-        raise PatchRefused(NAME, f"rope_type {kind!r} changes its frequencies with the current "
-                                 f"length; a cache built once would not follow it")
-    if _rotary_module(model) is None:
+    rot = _rotary_module(model)
+    if rot is None:
         raise PatchRefused(NAME, "no single <Family>RotaryEmbedding at model.base_model.rotary_emb")
+    for p in _param_sets(cfg, rot).values():
+        kind = p.get("rope_type", p.get("type", "default"))
+        if kind in LENGTH_DEPENDENT:
+            raise PatchRefused(NAME, f"rope_type {kind!r} changes its frequencies with the current "
+                                     f"length; a cache built once would not follow it")
     attn = _attention_modules(model)
     if not attn:
         raise PatchRefused(NAME, f"no attention module calls the module-level {SYMBOL}")
@@ -199,10 +212,29 @@ def check(model) -> None:
                                  "TRITON_INTERPRET=1 (tests)")
 
 
-def _builder(cfg, device):
+def _layer_types(rot) -> list | None:
+    """The layer types of a rotary module holding one frequency table per layer type (Gemma 3:
+    ``<type>_inv_freq`` / ``<type>_attention_scaling``, ``forward(x, position_ids, layer_type)``);
+    None for the one-table modules."""
+    types = getattr(rot, "layer_types", None)
+    if types and all(hasattr(rot, f"{t}_inv_freq") for t in types):
+        return list(types)
+    return None
+
+
+def _param_sets(cfg, rot) -> dict:
+    """{layer type (None: one table): rope parameters}."""
+    types = _layer_types(rot)
+    if types is None:
+        return {None: _rope_params(cfg)}
+    rp = getattr(cfg, "rope_parameters", None) or {}
+    return {t: dict(rp.get(t) or {}) for t in types}
+
+
+def _builder(cfg, device, p=None):
     from sits_doctor.kernels.rope import build_rope_cache
 
-    p = _rope_params(cfg)
+    p = _rope_params(cfg) if p is None else p
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
 
     def build(max_len: int):
@@ -232,20 +264,23 @@ def _from_inv_freq(inv_freq: torch.Tensor, scaling: float):
     return build
 
 
-def install(model):
-    cfg = model.config
-    rot = _rotary_module(model)
-    inv_freq = rot.inv_freq
-    scaling = float(getattr(rot, "attention_scaling", 1.0))
-    max_len = int(getattr(cfg, "max_position_embeddings", None) or 2048)
+def _hoist(cfg, rot, layer_type, params, max_len) -> Hoisted:
+    """One Hoisted cache from the rotary module's table for ``layer_type`` (None: its only one)."""
+    if layer_type is None:
+        inv_freq = rot.inv_freq
+        scaling = float(getattr(rot, "attention_scaling", 1.0))
+    else:
+        inv_freq = getattr(rot, f"{layer_type}_inv_freq")
+        scaling = float(getattr(rot, f"{layer_type}_attention_scaling", 1.0))
+    what = "" if layer_type is None else f" ({layer_type})"
     try:  # the cache builder must agree with the model (a rope type it does not know is refused);
         # rows 0 and 1 are enough to compare (dynamic, whose table depends on length, is refused)
-        cache = _builder(cfg, inv_freq.device)(2)
+        cache = _builder(cfg, inv_freq.device, params)(2)
     except ValueError as exc:
-        raise PatchRefused(NAME, f"build_rope_cache: {exc}") from exc
+        raise PatchRefused(NAME, f"build_rope_cache{what}: {exc}") from exc
     if cache.rotary_dim != 2 * inv_freq.numel():
         raise PatchRefused(NAME, f"cache rotary_dim {cache.rotary_dim} != the model's "
-                                 f"{2 * inv_freq.numel()}")
+                                 f"{2 * inv_freq.numel()}{what}")
     # Position 1: angle == inv_freq. A model cast with .to(bf16/fp16) holds inv_freq rounded to
     # that dtype; compare at that resolution and leave the rest to the logits verification.
     eps = max(torch.finfo(inv_freq.dtype).eps, 1e-6) if inv_freq.is_floating_point() else 1e-6
@@ -253,17 +288,35 @@ def install(model):
     if abs(cache.attention_scaling - scaling) > 1e-6 * max(1.0, abs(scaling)) or \
             not torch.allclose(cache.cos[1], model_cos1.to(cache.cos.device), rtol=2 * eps, atol=2 * eps):
         raise PatchRefused(NAME, "build_rope_cache disagrees with the model's rotary embedding "
-                                 f"(rope_type {_rope_params(cfg).get('rope_type', 'default')!r})")
+                                 f"(rope_type {params.get('rope_type', 'default')!r}){what}")
     # The tables themselves come from the model's own inv_freq, which is what transformers rotates
     # with (rounded to bf16/fp16 when the model was cast): identical angles at every length.
     build = _from_inv_freq(inv_freq, scaling)
     hoisted = Hoisted(build(max_len), build)
     hoisted.min_tokens = 0  # verification checks the kernel at every size; apply() restores the table
+    return hoisted
+
+
+def install(model):
+    cfg = model.config
+    rot = _rotary_module(model)
+    max_len = int(getattr(cfg, "max_position_embeddings", None) or 2048)
+    by_type = {t: _hoist(cfg, rot, t, p, max_len) for t, p in _param_sets(cfg, rot).items()}
+    per_type = None not in by_type
+    first = next(iter(by_type.values()))
+    inv_freq = rot.inv_freq if not per_type else getattr(rot, f"{next(iter(by_type))}_inv_freq")
     module_name = type(_attention_modules(model)[0]).__module__
 
     def forward(x, position_ids=None, *args, **kwargs):
         if position_ids is None or position_ids.dim() != 2:
             return type(rot).forward(rot, x, position_ids, *args, **kwargs)
+        if per_type:
+            layer_type = args[0] if args else kwargs.get("layer_type")
+            hoisted = by_type.get(layer_type)
+            if hoisted is None:
+                return type(rot).forward(rot, x, position_ids, *args, **kwargs)
+        else:
+            hoisted = first
         if position_ids.numel():
             # Decode steps (one position per row) advance by at most one position in generate():
             # the bound follows without asking the GPU; any multi-token call, or a bound about to
@@ -286,14 +339,31 @@ def install(model):
     except BaseException:
         undo()
         raise
-    return undo, {"modeling_module": module_name, "hoisted": hoisted,
+    return undo, {"modeling_module": module_name, "hoisted": first, "hoisted_by_type": by_type,
                   "model_inv_freq_dtype": inv_freq.dtype,
-                  "rope_type": _rope_params(cfg).get("rope_type", "default")}
+                  "rope_type": {t: p.get("rope_type", "default") for t, p in _param_sets(cfg, rot).items()}
+                  if per_type else _rope_params(cfg).get("rope_type", "default")}
+
+
+def reset_counts(patch: Patch) -> None:
+    for h in patch.info["hoisted_by_type"].values():
+        h.reasons.clear()
+
+
+def fallbacks(patch: Patch) -> dict[str, int]:
+    """Calls that took transformers' own rotary math instead of the kernel, per reason
+    (``autograd``: inputs need gradients; ``layout``: q/k not [B, H, S, D]) — since applied."""
+    out: Counter = Counter()
+    for h in patch.info["hoisted_by_type"].values():
+        out.update(h.reasons)
+    return dict(sorted(out.items()))
 
 
 def apply(model, **kw) -> Patch:
     """Hoist the model's RoPE into one cache + in-place kernel; verified on a probe batch."""
     def after_verify(patch: Patch) -> None:
-        patch.info["hoisted"].min_tokens = load_min_tokens()
+        for h in patch.info["hoisted_by_type"].values():
+            h.min_tokens = load_min_tokens()
+            h.reasons.clear()  # count the user's calls, not the probe's
 
     return apply_verified(model, NAME, check, install, rtol_table=RTOL, after_verify=after_verify, **kw)
