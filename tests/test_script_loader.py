@@ -148,6 +148,9 @@ def test_dockerfile_skips_comment_and_empty_lines_inside_a_continued_instruction
     assert {k: v.value for k, v in plan.env.items()} == {"AFTER": "1"}
     fix = edit.remove(steps, "remove --num-scheduler-steps")
     assert apply_edits(text, fix.edits) == text.replace("    --num-scheduler-steps 8 \\\n", "")
+    # a comment in the first column is skipped the same way
+    (plan,) = plans_of(text.replace("    # the old scheduler", "#the old scheduler"), "Dockerfile")
+    assert plan.settings["max_model_len"].value == 8192
     # without the continuation the comment ends nothing: the next line is not part of CMD
     (plan,) = plans_of(text.replace("org/m \\\n", "org/m\n"), "Dockerfile")
     assert "max_model_len" not in plan.settings
