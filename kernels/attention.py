@@ -108,6 +108,72 @@ def _prune(configs, named_args, **kwargs):
     return kept or configs[:1]
 
 
+@triton.jit
+def _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, offs_n, offs_d, mask_d,
+                 pos, shift, len_k, lo, hi, n_full, qk_scale, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
+                 BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, DOT_IN_FP32: tl.constexpr,
+                 DOT_PRECISION: tl.constexpr):
+    """Online softmax of one row tile over keys [lo, hi): blocks below ``n_full`` are visible to
+    every row (no mask), the rest are masked bottom-right (query position i sees keys j <= i +
+    shift). Returns the normalised output tile (a row that saw no key is 0) and its base-2 LSE
+    (-inf for such a row). Shared by the prefill and the split-K decode kernels."""
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
+
+    for start_n in range(lo, tl.minimum(hi, n_full), BLOCK_N):
+        cols = start_n + offs_n
+        if EVEN_D:  # no mask at all: full tiles the compiler can pipeline and vectorise
+            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd)
+        else:
+            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                        mask=mask_d[None, :], other=0.0)
+        if DOT_IN_FP32:
+            k = k.to(tl.float32)
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        p = tl.math.exp2(s * qk_scale - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if EVEN_D:
+            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd)
+        else:
+            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                        mask=mask_d[None, :], other=0.0)
+        if DOT_IN_FP32:
+            v = v.to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        m_i = m_new
+
+    for start_n in range(tl.maximum(lo, n_full), hi, BLOCK_N):
+        cols = start_n + offs_n
+        col_ok = cols < len_k
+        k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
+                    mask=col_ok[:, None] & mask_d[None, :], other=0.0)
+        if DOT_IN_FP32:
+            k = k.to(tl.float32)
+        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
+        visible = (cols[None, :] <= pos[:, None] + shift) & col_ok[None, :]
+        s = tl.where(visible, s, float("-inf"))
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that see nothing yet
+        p = tl.math.exp2(s - m_safe[:, None])
+        alpha = tl.math.exp2(m_i - m_safe)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
+                    mask=col_ok[:, None] & mask_d[None, :], other=0.0)
+        if DOT_IN_FP32:
+            v = v.to(tl.float32)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        m_i = m_new
+
+    # normalise: a row that saw no key is 0 with LSE = -inf
+    seen = l_i > 0.0
+    acc = acc / tl.where(seen, l_i, 1.0)[:, None]
+    lse2 = tl.where(seen, m_i + tl.math.log2(tl.where(seen, l_i, 1.0)), float("-inf"))  # base 2
+    return acc, lse2
+
+
 @triton.autotune(
     configs=_configs(),
     key=["HEAD_DIM", "MAX_ROWS_BUCKET", "MAX_SEQLEN_K_BUCKET", "GROUP", "VARLEN", "NUM_SPLITS"],
@@ -172,10 +238,6 @@ def _causal_trim_fwd(
     if DOT_IN_FP32:  # the CPU interpreter's bf16 dot is wrong; it is only a test vehicle
         q = q.to(tl.float32)
 
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-
     # ---- key range of the block: [0, n_full) is visible to every row (no mask),
     #      [n_full, n_end) straddles the diagonal; this split takes its share of [0, n_end) ------
     first_pos = r0 // GROUP
@@ -187,56 +249,9 @@ def _causal_trim_fwd(
     lo = split * per_split
     hi = tl.minimum(n_end, lo + per_split)
 
-    for start_n in range(lo, tl.minimum(hi, n_full), BLOCK_N):
-        cols = start_n + offs_n
-        if EVEN_D:  # no mask at all: full tiles the compiler can pipeline and vectorise
-            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd)
-        else:
-            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                        mask=mask_d[None, :], other=0.0)
-        if DOT_IN_FP32:
-            k = k.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
-        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
-        p = tl.math.exp2(s * qk_scale - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        if EVEN_D:
-            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd)
-        else:
-            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                        mask=mask_d[None, :], other=0.0)
-        if DOT_IN_FP32:
-            v = v.to(tl.float32)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-        m_i = m_new
-
-    for start_n in range(tl.maximum(lo, n_full), hi, BLOCK_N):
-        cols = start_n + offs_n
-        col_ok = cols < len_k
-        k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                    mask=col_ok[:, None] & mask_d[None, :], other=0.0)
-        if DOT_IN_FP32:
-            k = k.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
-        visible = (cols[None, :] <= pos[:, None] + shift) & col_ok[None, :]
-        s = tl.where(visible, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # rows that see nothing yet
-        p = tl.math.exp2(s - m_safe[:, None])
-        alpha = tl.math.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=col_ok[:, None] & mask_d[None, :], other=0.0)
-        if DOT_IN_FP32:
-            v = v.to(tl.float32)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-        m_i = m_new
-
-    # ---- normalise and store; a row that saw no key is 0 with LSE = -inf ---------------------
-    seen = l_i > 0.0
-    acc = acc / tl.where(seen, l_i, 1.0)[:, None]
-    lse2 = tl.where(seen, m_i + tl.math.log2(tl.where(seen, l_i, 1.0)), float("-inf"))  # base 2
+    acc, lse2 = _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, offs_n, offs_d, mask_d,
+                             pos, shift, len_k, lo, hi, n_full, qk_scale, BLOCK_M, BLOCK_D, BLOCK_N, EVEN_D,
+                             DOT_IN_FP32, DOT_PRECISION)
     o_rows = out_ptr + split * stride_os + batch * stride_ob + head * stride_oh + (q_start + pos) * stride_om
     tl.store(o_rows[:, None] + offs_d[None, :] * stride_od, acc.to(out_ptr.dtype.element_ty),
              mask=row_ok[:, None] & mask_d[None, :])
@@ -393,10 +408,6 @@ def _decode_fwd(
     if DOT_IN_FP32:
         q = q.to(tl.float32)
 
-    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
-    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
-    acc = tl.zeros([BLOCK_M, BLOCK_D], dtype=tl.float32)
-
     # keys [0, n_full) are visible to every row; [n_full, n_end) need the mask; this split takes
     # an equal share of whole key blocks of [0, n_end)
     n_end = tl.maximum(0, tl.minimum(len_k, len_q + shift))
@@ -406,55 +417,9 @@ def _decode_fwd(
     lo = split * per_split
     hi = tl.minimum(n_end, lo + per_split)
 
-    for start_n in range(lo, tl.minimum(hi, n_full), BLOCK_N):
-        cols = start_n + offs_n
-        if EVEN_D:
-            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd)
-        else:
-            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                        mask=mask_d[None, :], other=0.0)
-        if DOT_IN_FP32:
-            k = k.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
-        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
-        p = tl.math.exp2(s * qk_scale - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        if EVEN_D:
-            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd)
-        else:
-            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                        mask=mask_d[None, :], other=0.0)
-        if DOT_IN_FP32:
-            v = v.to(tl.float32)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-        m_i = m_new
-
-    for start_n in range(tl.maximum(lo, n_full), hi, BLOCK_N):
-        cols = start_n + offs_n
-        col_ok = cols < len_k
-        k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                    mask=col_ok[:, None] & mask_d[None, :], other=0.0)
-        if DOT_IN_FP32:
-            k = k.to(tl.float32)
-        s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION) * qk_scale
-        visible = (cols[None, :] <= pos[:, None] + shift) & col_ok[None, :]
-        s = tl.where(visible, s, float("-inf"))
-        m_new = tl.maximum(m_i, tl.max(s, 1))
-        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)
-        p = tl.math.exp2(s - m_safe[:, None])
-        alpha = tl.math.exp2(m_i - m_safe)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                    mask=col_ok[:, None] & mask_d[None, :], other=0.0)
-        if DOT_IN_FP32:
-            v = v.to(tl.float32)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
-        m_i = m_new
-
-    seen = l_i > 0.0
-    acc = acc / tl.where(seen, l_i, 1.0)[:, None]
-    lse2 = tl.where(seen, m_i + tl.math.log2(tl.where(seen, l_i, 1.0)), float("-inf"))
+    acc, lse2 = _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, offs_n, offs_d, mask_d,
+                             pos, shift, len_k, lo, hi, n_full, qk_scale, BLOCK_M, BLOCK_D, BLOCK_N, EVEN_D,
+                             DOT_IN_FP32, DOT_PRECISION)
     keep = row_ok & (rows < ROWS)
     base = pid_bh * NUM_SPLITS + split
     tl.store(part_ptr + (base * ROWS + rows[:, None]) * BLOCK_D + offs_d[None, :], acc,

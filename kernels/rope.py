@@ -29,6 +29,7 @@ read once and written once, in fp32 arithmetic.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -390,11 +391,22 @@ def apply_rope_(
         if lo < 0 or hi >= cache.max_len:
             raise ValueError(f"position_ids span [{lo}, {hi}], cache covers [0, {cache.max_len})")
 
-    Hk = k.shape[1]
-    half = cache.rotary_dim // 2
+    _launch(q, k, cache, position_ids, _launch_params(Hq, k.shape[1], cache.rotary_dim), bool(interleaved), num_warps)
+    return q, k
+
+
+@functools.lru_cache(maxsize=None)
+def _launch_params(Hq: int, Hk: int, rotary_dim: int) -> tuple:
+    """(half, BLOCK_I, BLOCK_HQ, BLOCK_HK, default warps, ONE_TILE) for a head layout."""
+    half = rotary_dim // 2
     block_i = triton.next_power_of_2(half)
     bhq, bhk = _head_block(Hq, block_i), _head_block(Hk, block_i)
-    warps = num_warps or _default_warps(bhq * block_i)
+    return half, block_i, bhq, bhk, _default_warps(bhq * block_i), bhq >= Hq and bhk >= Hk
+
+
+def _launch(q, k, cache: RopeCache, position_ids, params: tuple, interleaved: bool, num_warps=None) -> None:
+    B, Hq, S, _ = q.shape
+    half, block_i, bhq, bhk, warps, one_tile = params
     pos_sb = position_ids.stride(0) if position_ids.shape[0] > 1 else 0
     _rope_kernel[(B * S,)](
         q, *q.stride(),
@@ -402,15 +414,10 @@ def apply_rope_(
         cache.cos, *cache.cos.stride(),
         cache.sin, *cache.sin.stride(),
         position_ids, pos_sb, position_ids.stride(1),
-        S, Hq, Hk, half,
-        BLOCK_HQ=bhq, BLOCK_HK=bhk, BLOCK_I=block_i, INTERLEAVED=bool(interleaved),
-        ONE_TILE=bhq >= Hq and bhk >= Hk,
-        num_warps=warps,
+        S, Hq, k.shape[1], half,
+        BLOCK_HQ=bhq, BLOCK_HK=bhk, BLOCK_I=block_i, INTERLEAVED=interleaved, ONE_TILE=one_tile,
+        num_warps=num_warps or warps,
     )
-    return q, k
-
-
-_FAST_PARAMS: dict = {}
 
 
 def apply_rope_unchecked_(q, k, cache: RopeCache, position_ids):
@@ -420,29 +427,9 @@ def apply_rope_unchecked_(q, k, cache: RopeCache, position_ids):
     which at decode (one token, 32 layers) is comparable to the kernel itself. Positions are not
     range-checked (nor are they in apply_rope_ for GPU tensors)."""
     B, Hq, S, D = q.shape
-    Hk = k.shape[1]
     if B * S == 0:
         return q, k
-    key = (Hq, Hk, cache.rotary_dim)
-    params = _FAST_PARAMS.get(key)
-    if params is None:
-        half = cache.rotary_dim // 2
-        block_i = triton.next_power_of_2(half)
-        bhq, bhk = _head_block(Hq, block_i), _head_block(Hk, block_i)
-        params = _FAST_PARAMS[key] = (half, block_i, bhq, bhk, _default_warps(bhq * block_i),
-                                      bhq >= Hq and bhk >= Hk)
-    half, block_i, bhq, bhk, warps, one_tile = params
-    pos_sb = position_ids.stride(0) if position_ids.shape[0] > 1 else 0
-    _rope_kernel[(B * S,)](
-        q, *q.stride(),
-        k, *k.stride(),
-        cache.cos, *cache.cos.stride(),
-        cache.sin, *cache.sin.stride(),
-        position_ids, pos_sb, position_ids.stride(1),
-        S, Hq, Hk, half,
-        BLOCK_HQ=bhq, BLOCK_HK=bhk, BLOCK_I=block_i, INTERLEAVED=False, ONE_TILE=one_tile,
-        num_warps=warps,
-    )
+    _launch(q, k, cache, position_ids, _launch_params(Hq, k.shape[1], cache.rotary_dim), False)
     return q, k
 
 

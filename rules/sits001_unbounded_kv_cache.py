@@ -239,7 +239,7 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
     # generate() caches K and V in the model's dtype: a live model states it (check_model); a config's
     # "auto" counts float32 checkpoints at 2 bytes, as they are usually loaded in half precision
     rt = plan.facts.runtime
-    live_dtype = rt.dtype.value if rt is not None and rt.dtype is not None and rt.device is not None else None
+    live_dtype = rt.dtype.value if rt is not None and rt.live and rt.dtype is not None else None
     kv, _ = memory.kv_bytes_per_token(dims, live_dtype or "auto",
                                       sliding_per_token=V(ctx.target.version) < V(tf.DYNAMIC_CACHE_SLIDING_BOUNDED))
     weights, _ = memory.weights_bytes(dims)

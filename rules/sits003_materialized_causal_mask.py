@@ -101,17 +101,12 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         yield from _context_fmha(plan, ctx)
 
 
-def _asked(plan: Plan):
-    return next((plan.settings[k] for k in ta.ATTN_KEYS
-                 if k in plan.settings and isinstance(plan.settings[k].value, str)), None)
-
-
 def _eager(plan: Plan, ctx) -> Iterator[Finding]:
-    asked = _asked(plan)
+    asked = ta.asked(plan.settings)
     runtime = plan.facts.runtime
     if runtime is None or runtime.supports_sdpa is None:
         return
-    live = asked is None and runtime.how.startswith(ta.LIVE_RUNTIME) and runtime.attention is not None
+    live = asked is None and runtime.live and runtime.attention is not None
     if not live and (asked is None or asked.value != ta.EAGER):
         return
     if live and runtime.attention.value != ta.EAGER:
@@ -152,7 +147,7 @@ def _chunked_prefill(plan: Plan, ctx) -> Iterator[Finding]:
         return
     if V(ctx.target.version) < V(ta.PREFILL_CHUNK_FIRST):
         return  # generate() does not read it before 4.51
-    asked = _asked(plan)
+    asked = ta.asked(plan.settings)
     runtime = plan.facts.runtime
     impl = asked.value if asked is not None else (
         runtime.attention.value if runtime is not None and runtime.attention is not None else None)

@@ -166,7 +166,9 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     severity = Severity.WARNING if fit < min(WARN_BELOW, cap or WARN_BELOW) else Severity.INFO
     fits = pred.startup_ok is True  # else SITS001 reports the failure; fp8 may be another way out
 
-    card = _catalog_card(gpu.name)
+    from sits_doctor.catalogs import gpus
+
+    card = gpus.find(gpu.name)  # None: given by its memory alone (--gpu-memory)
     at = kv.setting if explicit else (serving.max_model_len.setting if serving.max_model_len is not None else None)
     low, estimate, high = pred.tokens
     kv_shown = kv_name if explicit else f"auto: the model's {_model_dtype(dims)}"
@@ -252,13 +254,6 @@ def _model_dtype(dims) -> str:
     return str(dims.dtype.value) if dims is not None and dims.dtype is not None else "bfloat16"
 
 
-def _catalog_card(name: str):
-    from sits_doctor.catalogs import gpus
-
-    try:
-        return gpus.get(name)
-    except ValueError:
-        return None  # given by its memory alone (--gpu-memory)
 
 
 def _with_kv_dtype(plan: Plan, dtype: str) -> Plan:

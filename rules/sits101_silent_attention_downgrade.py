@@ -100,18 +100,11 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
 
 
 def _card(plan: Plan):
+    """The GPU's catalog entry and, for an NVIDIA card, its compute capability."""
     from sits_doctor.catalogs import gpus
 
-    gpu = plan.facts.gpu
-    if gpu is None:
-        return None, None
-    try:
-        card = gpus.get(gpu.name)
-    except ValueError:
-        return None, None  # given by its memory alone (--gpu-memory)
-    if card.vendor != "nvidia":
-        return card, None
-    return card, ta.cc_tuple(card.compute_capability)
+    card = gpus.find(plan.facts.gpu.name) if plan.facts.gpu is not None else None
+    return card, card.cuda_capability if card is not None else None
 
 
 def _installed(name: str) -> bool:
@@ -120,16 +113,11 @@ def _installed(name: str) -> bool:
     return any(p["installed"] for p in packages() if p["name"] == name)
 
 
-def _asked(plan: Plan):
-    return next((plan.settings[k] for k in ta.ATTN_KEYS
-                 if k in plan.settings and isinstance(plan.settings[k].value, str)), None)
-
-
 def _hf(plan: Plan, ctx) -> Iterator[Finding]:
     version = V(ctx.target.version)
     if version < V(ta.FIRST_KNOWN):
         return
-    asked = _asked(plan)
+    asked = ta.asked(plan.settings)
     impl = asked.value if asked is not None else None
     card, cc = _card(plan)
     runtime = plan.facts.runtime
@@ -158,7 +146,7 @@ def _hf(plan: Plan, ctx) -> Iterator[Finding]:
         )
 
     dtype = next((plan.settings[k] for k in ta.DTYPE_KEYS if k in plan.settings), None)
-    live = runtime is not None and runtime.how.startswith(ta.LIVE_RUNTIME)
+    live = runtime is not None and runtime.live
     if live and runtime.dtype is not None:
         dtype_value, dtype_shown = runtime.dtype.value, f"dtype {runtime.dtype.value} ({runtime.dtype.prov})"
     else:

@@ -125,6 +125,9 @@ class GpuSpec(NamedTuple):
     estimate: bool = False  # the memory figure is estimated from the marketed size
 
 
+LIVE_HOW = "live model in this process"  # Runtime.how of sits_doctor.runtime_hf.live
+
+
 class Runtime(NamedTuple):
     """What a framework runs for a model, as opposed to what its config asks for: found by
     building the model with the installed framework (``check --runtime``), or from version tables.
@@ -142,6 +145,12 @@ class Runtime(NamedTuple):
     # added for check_model (live models) and the attention rules; None where nothing says:
     dtype: Value | None = None  # the weights' dtype: "bfloat16", "float32" (fp32 SDPA has no flash kernel)
     device: Value | None = None  # where a live model's parameters are: "cuda:0", "cpu" (None when built on meta)
+
+    @property
+    def live(self) -> bool:
+        """Read off a model already built in this process (``sits_doctor.check_model``): what it
+        runs was chosen by from_pretrained's arguments and later calls, not by its config.json."""
+        return self.how.startswith(LIVE_HOW)
 
 
 class Facts(NamedTuple):

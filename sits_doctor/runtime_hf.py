@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 
-from sits_doctor.facts import Runtime, Value
+from sits_doctor.facts import LIVE_HOW, Runtime, Value
 from sits_doctor.frameworks import transformers as tf
 
 MAX_LAYERS = 4  # decoder layers built: enough for every layer kind (dense, MoE, sliding) to appear
@@ -82,7 +82,7 @@ def live(model) -> Runtime:
     runtime = read_built(model, src, layers=layers if isinstance(layers, int) else -1, quant=quant)
     device = getattr(model, "device", None)
     return runtime._replace(
-        how=f"live model in this process, transformers {version}",
+        how=f"{LIVE_HOW}, transformers {version}",
         dtype=Value.default(_dtype_name(model.dtype), f"{src}: the dtype of its parameters"),
         device=None if device is None else Value.default(str(device), f"{src}: where its parameters are"),
     )

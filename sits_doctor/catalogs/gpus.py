@@ -75,6 +75,11 @@ class GpuModel:
             value = entry.get(field)
             setattr(self, field, tuple(value) if isinstance(value, list) else value)
 
+    @property
+    def cuda_capability(self) -> tuple[int, int] | None:
+        """(major, minor) of an NVIDIA card; None for other vendors."""
+        return capability(self.compute_capability) if self.vendor == "nvidia" else None
+
     def memory_bytes_effective(self) -> MemoryBytes:
         """Total device memory as the runtime reports it, or an estimate flagged as one."""
         if self.memory_bytes is not None:
@@ -142,6 +147,25 @@ def catalog() -> tuple[GpuModel, ...]:
 def get(name: str) -> GpuModel:
     """The entry with this canonical name (or any spelling of it), without a count."""
     return lookup(name).gpu
+
+
+def find(name: str) -> GpuModel | None:
+    """:func:`get`, or None for a name the catalog does not hold (a GPU given by its memory alone)."""
+    try:
+        return get(name)
+    except ValueError:
+        return None
+
+
+def capability(text) -> tuple[int, int] | None:
+    """A compute capability as written in the catalog ("8.6") as (8, 6); None for anything else
+    (AMD's "gfx942", a missing value)."""
+    if not isinstance(text, str):
+        return None
+    major, _, minor = text.partition(".")
+    if not (major.isdigit() and minor.isdigit()):
+        return None
+    return int(major), int(minor)
 
 
 def _find(name: str) -> tuple[GpuModel, str | None] | None:

@@ -59,23 +59,15 @@ BF16_MIN_CC = (8, 0)
 PREFILL_CHUNK_KEY = "generation_config.prefill_chunk_size"
 PREFILL_CHUNK_FIRST = "4.51.0"
 
-
-def cc_tuple(text) -> tuple[int, int] | None:
-    """A catalog compute capability ("8.6") as (8, 6); None for anything else (AMD "gfx942")."""
-    if not isinstance(text, str):
-        return None
-    major, _, minor = text.partition(".")
-    if not (major.isdigit() and minor.isdigit()):
-        return None
-    return int(major), int(minor)
-
 # Logit soft-capping (Gemma 2, ...): SDPA cannot apply it; integrations/sdpa_attention.py@v5.24.0
 # raises ValueError("`sdpa` attention does not support `softcap`...") when a model passes one, so
 # eager (or flex / flash-attn) is the right choice for such a model, not a waste.
 SOFTCAP_KEY = "attn_logit_softcapping"
 
-# sits_doctor.check_model: Runtime.how of a model already built in this process (runtime_hf.live).
-# Its attention implementation was chosen by from_pretrained's arguments, not by config.json.
-LIVE_RUNTIME = "live model"
 # PreTrainedModel.set_attn_implementation switches a loaded model (modeling_utils.py@v4.54.0).
 SET_ATTN_IMPLEMENTATION = "4.54.0"
+
+
+def asked(settings):
+    """The config.json setting that asks for an attention implementation (either spelling), or None."""
+    return next((settings[k] for k in ATTN_KEYS if k in settings and isinstance(settings[k].value, str)), None)

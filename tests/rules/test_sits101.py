@@ -259,9 +259,9 @@ def test_backend_validation_starts_at_0_12(tmp_path, monkeypatch):
 @pytest.mark.parametrize(("text", "cc"), [("8.6", (8, 6)), ("10.0", (10, 0)), ("gfx942", None), ("9.x", None),
                                           (None, None), (9.0, None)])
 def test_catalog_compute_capability_is_read_only_when_it_is_major_dot_minor(text, cc):
-    from sits_doctor.frameworks.transformers_attention import cc_tuple
+    from sits_doctor.catalogs.gpus import capability
 
-    assert cc_tuple(text) == cc
+    assert capability(text) == cc
 
 
 def test_live_model_in_float32():
