@@ -1,6 +1,6 @@
 """End-to-end speed of the kernel patches on a Llama-3.1-8B-shaped model with random bf16 weights.
 
-    python bench/e2e_patches.py --out DIR          # one GPU (bf16, ~40 GB), about 8 minutes
+    python bench/e2e_patches.py --out DIR          # one GPU (bf16, ~60 GB with the twin), ~12 minutes
 
 Nothing is downloaded: the model is ``LlamaForCausalLM(config)`` from
 fixtures/hf/llama-3.1-8b-instruct/config.json, initialised randomly on the GPU in bf16 under a
@@ -20,7 +20,13 @@ fixed seed. One run does, in order:
    unpatched model when applied): prefill of 4k and 16k tokens (``model(ids, logits_to_keep=1)``
    with a fresh DynamicCache, as generate's prefill), a left-padded batch of 8 prompts of mixed
    lengths, ``generate()`` at batch 1 and of a left-padded batch of 8 (greedy, no early stop).
-   Median of 5 (prefill) or 3 (generate) after warm-up runs. Unpatched sdpa = 1.00x; eager for scale.
+   Prefill: median of 5 (16k: 3) after warm-up runs, against the unpatched rows' pooled median.
+   generate: host-bound here, and the host's speed drifts from second to second, so each row is
+   timed in turn with an unpatched copy of the same weights (the "twin"; one warm-up pair, then
+   ``--gen-reps`` pairs) and reported as the median of the per-pair ratios; the unpatched row
+   against its twin is the A/A control. ``--profile-tokens N`` adds per-decode-step counts
+   (kernels, CUDA runtime calls, host syncs) from torch.profiler. Unpatched sdpa = 1.00x; eager
+   for scale.
 3. **act_calib accuracy**: logits of an evaluation batch against the unpatched model, with
    dynamic per-token scales and with static scales calibrated on a different batch.
 
@@ -71,6 +77,8 @@ CONFIG = REPO / "fixtures" / "hf" / "llama-3.1-8b-instruct" / "config.json"
 PAD_PREFILL = [2048, 1792, 1536, 1280, 1024, 768, 512, 256]  # padded batch-8 prefill (left padding)
 PAD_GEN = [512, 448, 384, 320, 256, 192, 128, 64]  # padded batch-8 generate
 GEN_PROMPT, GEN_NEW = 512, 64
+GEN_REPS = [5, 1]  # generate: timed pairs, warm-up pairs (--gen-reps)
+PROFILE_PYTHON = [False]  # --profile-python
 T0 = time.time()
 LOG: list[str] = []
 
@@ -317,39 +325,160 @@ def inputs(dev, vocab):
     return out
 
 
+COLUMNS = ("prefill_4k", "prefill_16k", "prefill_pad8", "generate_b1", "generate_pad8")
+
+
+def _gen_fn(model, ids, mask=None, new=None):
+    n = GEN_NEW if new is None else new
+    kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0)
+    return lambda: model.generate(ids, attention_mask=mask if mask is not None else torch.ones_like(ids), **kw)
+
+
+def timed_ab(fn, twin_fn, reps, warm) -> dict:
+    """``fn`` (the row's model) and ``twin_fn`` (an unpatched copy of the same weights) timed in
+    turn, twin first in each pair: drifts of the host hit both alike. Returns both sample lists
+    and the median of the per-pair ratios twin / row (> 1: the row is faster)."""
+    for _ in range(warm):
+        twin_fn()
+        fn()
+    sync()
+    ts, tw, cs, cw, steal = [], [], [], [], []
+    for _ in range(reps):
+        for f, acc, cpu in ((twin_fn, tw, cw), (fn, ts, cs)):
+            sync()
+            st0 = _steal()
+            c = time.thread_time()
+            t = time.perf_counter()
+            f()
+            sync()
+            acc.append(time.perf_counter() - t)
+            cpu.append(time.thread_time() - c)
+            steal.append(_steal() - st0)
+    ratios = [a / b for a, b in zip(tw, ts)]
+    cpu_ratios = [a / b for a, b in zip(cw, cs)]
+    return {"s": statistics.median(ts), "all_s": ts, "twin_s": tw, "pair_ratios": ratios,
+            "ab_ratio": statistics.median(ratios),
+            # the main thread's CPU time: what the host spent, without time it was not running
+            "cpu_s": cs, "twin_cpu_s": cw, "cpu_pair_ratios": cpu_ratios,
+            "cpu_ab_ratio": statistics.median(cpu_ratios), "steal_ticks": steal}
+
+
+def _steal() -> int:
+    """Steal time of all CPUs (USER_HZ ticks, /proc/stat): time the hypervisor ran something else."""
+    try:
+        with open("/proc/stat") as f:
+            return int(f.readline().split()[8])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
 @torch.no_grad()
-def run_row(model, data, quick=False, prefill_only=False) -> dict:
+def run_row(model, data, quick=False, prefill_only=False, twin=None, columns=COLUMNS) -> dict:
     from transformers import DynamicCache
 
     def prefill(ids, mask=None):
         return lambda: model(input_ids=ids, attention_mask=mask, past_key_values=DynamicCache(config=model.config),
                              use_cache=True, logits_to_keep=1)
 
-    def gen(ids, mask=None):
-        kw = dict(max_new_tokens=GEN_NEW, min_new_tokens=GEN_NEW, do_sample=False, pad_token_id=0)
-        return lambda: model.generate(ids, attention_mask=mask if mask is not None else torch.ones_like(ids), **kw)
-
+    cases = {
+        "prefill_4k": lambda: (prefill(data["p4k"]), 5, 2, None, None),
+        "prefill_16k": lambda: (prefill(data["p16k"]), 3, 1, None, None),
+        "prefill_pad8": lambda: (prefill(*data["pad8"]), 5, 2, None, None),
+        "generate_b1": lambda: (_gen_fn(model, data["gen1"]), GEN_REPS[0], GEN_REPS[1], GEN_NEW,
+                                twin and _gen_fn(twin, data["gen1"])),
+        "generate_pad8": lambda: (_gen_fn(model, *data["gen8"]), GEN_REPS[0], GEN_REPS[1], 8 * GEN_NEW,
+                                  twin and _gen_fn(twin, *data["gen8"])),
+    }
     res = {}
-    for col, fn, reps, warm, tokens in (
-        ("prefill_4k", prefill(data["p4k"]), 5, 2, None),
-        ("prefill_16k", prefill(data["p16k"]), 3, 1, None),
-        ("prefill_pad8", prefill(*data["pad8"]), 5, 2, None),
-        ("generate_b1", gen(data["gen1"]), 5, 2, GEN_NEW),
-        ("generate_pad8", gen(*data["gen8"]), 5, 2, 8 * GEN_NEW),
-    ):
+    for col in COLUMNS:
+        if col not in columns:
+            continue
+        fn, reps, warm, tokens, twin_fn = cases[col]()
         if prefill_only and tokens:
             res[col] = {"error": "not run (prefill only)"}
             continue
         try:
-            med, ts = timed(fn, reps, warm)
-            res[col] = {"s": med, "all_s": ts}
+            if twin_fn is not None:
+                res[col] = timed_ab(fn, twin_fn, reps, warm)
+            else:
+                med, ts = timed(fn, reps, warm)
+                res[col] = {"s": med, "all_s": ts}
             if tokens:
-                res[col]["tok_s"] = tokens / med
+                res[col]["tok_s"] = tokens / res[col]["s"]
         except torch.OutOfMemoryError as exc:
             res[col] = {"error": f"OOM: {str(exc)[:120]}"}
             torch.cuda.empty_cache()
-        log(f"   {col}: {res[col].get('s', res[col].get('error'))}")
+        log(f"   {col}: {res[col].get('s', res[col].get('error'))}"
+            + (f" (A/B ratio {res[col]['ab_ratio']:.3f}, CPU time {res[col]['cpu_ab_ratio']:.3f}, "
+               f"steal {res[col]['steal_ticks']})" if "ab_ratio" in res[col] else ""))
     return res
+
+
+_RUNTIME_CALLS = ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC",
+                  "cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpyAsync", "cudaStreamIsCapturing")
+
+
+@torch.no_grad()
+def decode_profile(model, data, tokens: int) -> dict:
+    """What one decode step of ``generate()`` costs, from two profiled generate calls (2 and
+    2 + ``tokens`` new tokens) of the padded batch of 8 and of batch 1: the difference divided by
+    ``tokens`` is per step. Counts of CUDA runtime calls (launches, synchronisations) and of
+    device kernels by name, host (self CPU) time per op; the profiler's own overhead inflates
+    host times, so compare rows with each other, not with the timed columns."""
+    from torch.profiler import ProfilerActivity, profile
+
+    out = {}
+    for col, args in (("generate_pad8", data["gen8"]), ("generate_b1", (data["gen1"],))):
+        runs = []
+        for new in (2, 2 + tokens):
+            fn = _gen_fn(model, *args, new=new)
+            fn()
+            sync()
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+                t = time.perf_counter()
+                fn()
+                sync()
+                wall = time.perf_counter() - t
+            cpu, calls, kernels = {}, {}, {}
+            for e in prof.key_averages():
+                if e.device_type.name == "CUDA" or getattr(e, "self_device_time_total", 0) and e.cpu_time_total == 0:
+                    kernels[e.key] = e.count
+                    continue
+                cpu[e.key] = (e.count, e.self_cpu_time_total)
+                if e.key in _RUNTIME_CALLS:
+                    calls[e.key] = e.count
+            runs.append((wall, cpu, calls, kernels))
+        (w0, c0, r0, k0), (w1, c1, r1, k1) = runs
+        per = lambda a, b: (b - a) / tokens  # noqa: E731
+        ops = {k: (per(c0.get(k, (0, 0))[0], v[0]), per(c0.get(k, (0, 0))[1], v[1])) for k, v in c1.items()}
+        top = sorted(ops.items(), key=lambda kv: -kv[1][1])[:25]
+        py = []
+        for new in (2, 2 + tokens) if PROFILE_PYTHON[0] else ():  # Python view: cProfile, own time
+            import cProfile
+            import pstats
+
+            fn = _gen_fn(model, *args, new=new)
+            pr = cProfile.Profile()
+            pr.enable()
+            fn()
+            sync()
+            pr.disable()
+            st = pstats.Stats(pr).stats  # {(file, line, name): (cc, nc, tottime, cumtime, callers)}
+            py.append({f"{Path(k[0]).name}:{k[1]}:{k[2]}": (v[1], v[2]) for k, v in st.items()})
+        pyops = {k: (per(py[0].get(k, (0, 0))[0], v[0]), per(py[0].get(k, (0, 0))[1], v[1]) * 1e6)
+                 for k, v in py[1].items()} if py else {}
+        out[col] = {
+            "top_python_tottime_us_per_step": [(k, round(n, 2), round(us, 1)) for k, (n, us) in
+                                               sorted(pyops.items(), key=lambda kv: -kv[1][1])[:30]],
+            "wall_ms_per_step": per(w0, w1) * 1e3,
+            "runtime_calls_per_step": {k: per(r0.get(k, 0), v) for k, v in r1.items()},
+            "kernels_per_step": sum(per(k0.get(k, 0), v) for k, v in k1.items()),
+            "top_kernels": sorted(((k, per(k0.get(k, 0), v)) for k, v in k1.items()), key=lambda kv: -kv[1])[:12],
+            "top_self_cpu_us_per_step": [(k, round(n, 2), round(us, 1)) for k, (n, us) in top],
+        }
+        log(f"   profile {col}: {out[col]['wall_ms_per_step']:.2f} ms/step (profiled), "
+            f"{out[col]['kernels_per_step']:.0f} kernels/step, calls {out[col]['runtime_calls_per_step']}")
+    return out
 
 
 @torch.no_grad()
@@ -471,10 +600,10 @@ def table(results) -> str:
         cells = []
         for c in cols:
             r, b = res.get(c, {}), base.get(c, {})
-            if "s" not in r or "s" not in b:
+            if "s" not in r or ("s" not in b and "ab_ratio" not in r):
                 cells.append(r.get("error", "n/a"))
                 continue
-            x = b["s"] / r["s"]
+            x = r["ab_ratio"] if "ab_ratio" in r else b["s"] / r["s"]
             val = f"{r['tok_s']:.1f} tok/s" if "tok_s" in r else f"{r['s'] * 1e3:.1f} ms"
             cells.append(f"{x:.2f}x ({val})")
         if name == "sdpa (pooled)":
@@ -495,6 +624,18 @@ def main() -> None:
                          "evaluation on the probe)), or a number")
     ap.add_argument("--quant-rtol", type=float, default=None,
                     help="verification tolerance of act_calib (default: its own table)")
+    ap.add_argument("--columns", default=",".join(COLUMNS), help="end-to-end columns to run (comma list)")
+    ap.add_argument("--rows", default="", help="end-to-end rows to run (comma list of names; default all)")
+    ap.add_argument("--no-twin", action="store_true",
+                    help="time generate alone, not in turn with an unpatched copy of the model")
+    ap.add_argument("--pin", default="none",
+                    help="pin the main thread to one CPU: 'none', 'last' (the highest allowed), or a number")
+    ap.add_argument("--profile-tokens", type=int, default=0,
+                    help="profile this many decode steps of generate per row (0: no profile)")
+    ap.add_argument("--gen-reps", type=int, default=GEN_REPS[0], help="timed pairs per generate column")
+    ap.add_argument("--profile-python", action="store_true", help="add a cProfile view to --profile-tokens")
+    ap.add_argument("--no-selfcheck", action="store_true", help="skip the GPU self-check")
+    ap.add_argument("--no-accuracy", action="store_true", help="skip the act_calib accuracy part")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -519,7 +660,22 @@ def main() -> None:
 
     model = build_model(dev)
     data = inputs(dev, model.config.vocab_size)
-    log("model built")
+    columns = [c for c in args.columns.split(",") if c]
+    GEN_REPS[0] = args.gen_reps
+    PROFILE_PYTHON[0] = args.profile_python
+    rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
+    twin = None
+    if not args.no_twin and any(c.startswith("generate") for c in columns):
+        import copy
+
+        twin = copy.deepcopy(model)  # unpatched for the whole run: the A of every generate A/B pair
+    if args.pin != "none":  # the main thread only (Linux: pid 0 = the calling thread); CUDA's own
+        # threads, started already, keep the other CPUs
+        cpu = max(os.sched_getaffinity(0)) if args.pin == "last" else int(args.pin)
+        os.sched_setaffinity(0, {cpu})
+    report["setup"] = {"columns": columns, "rows": [r[0] for r in rows], "twin": twin is not None,
+                       "pin": args.pin, "affinity": sorted(os.sched_getaffinity(0))}
+    log("model built " + json.dumps(report["setup"]))
     probe = kp.make_probe(model)
     ref = kp.run_probe(model, probe)
     buffers = {n: b.detach().clone() for n, b in model.named_buffers()}  # inv_freq stays fp32
@@ -544,12 +700,12 @@ def main() -> None:
     log("verification " + json.dumps(report["verification"]))
     del ref, ref32
     try:
-        report["selfcheck"] = selfcheck(model, dev)
+        report["selfcheck"] = selfcheck(model, dev) if not args.no_selfcheck else "not run (--no-selfcheck)"
     except Exception as exc:  # noqa: BLE001
         report["selfcheck"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
     results = {}
     report["e2e"] = results
-    for name, names, options in ROWS:
+    for name, names, options in rows:
         if time.time() - T0 > args.budget_s:
             results[name] = {"error": "skipped: time budget"}
             log(f"skip {name}")
@@ -570,7 +726,13 @@ def main() -> None:
                         model(input_ids=torch.randint(3, model.config.vocab_size, (4, 512), generator=g).to(dev))
                     report.setdefault("static_scales", {})[name] = act_calib.freeze_static(p)
             causal_trim.STATS.clear()
-            results[name] = run_row(model, data, quick=name == "eager", prefill_only=name.endswith("static"))
+            # with the twin, every generate pair has its own unpatched sample: the repeat row at
+            # the end only re-checks the prefill baseline
+            results[name] = run_row(model, data, quick=name == "eager",
+                                    prefill_only=name.endswith("static") or (twin is not None and name.endswith("(repeat)")),
+                                    twin=twin, columns=columns)
+            if args.profile_tokens and not name.endswith("static"):
+                results[name]["profile"] = decode_profile(model, data, args.profile_tokens)
             results[name]["stats"] = dict(causal_trim.STATS) if "causal_trim" in (names or []) else None
             if ps is not None and "act_calib" in ps:
                 st = ps["act_calib"].info["_state"]
@@ -588,7 +750,7 @@ def main() -> None:
                 model.set_attn_implementation("sdpa")
             torch.cuda.empty_cache()
         save()
-    if time.time() - T0 < args.budget_s + 30:
+    if not args.no_accuracy and time.time() - T0 < args.budget_s + 30:
         try:
             report["accuracy"] = accuracy(model, dev, args.quant_rtol)
         except Exception as exc:  # noqa: BLE001

@@ -204,3 +204,67 @@ def test_rope_hoist_decode_steps_do_not_sync():
         assert h.syncs == before + 2 and h.bound == 0
     finally:
         unpatch(ps)
+
+
+def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch):
+    """A decode step that the table sends to sdpa whether padded or not gets transformers' own
+    mask, without the padding runs being looked for (their host sync and launches); tokens equal
+    the unpatched model's. One padded decode entry on the kernel: every step reads the runs again."""
+    m = _tiny(3)
+    n_layers = m.config.num_hidden_layers
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(3, 256, (2, 9), generator=g)
+    mask = torch.ones(2, 9, dtype=torch.long)
+    mask[0, :4] = 0  # row 0 left-padded by 4
+    kw = dict(attention_mask=mask, max_new_tokens=5, min_new_tokens=5, do_sample=False, pad_token_id=0)
+    want = m.generate(ids * mask, **kw)
+    ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=g))
+    real = causal_trim.padding_runs
+    seen = []
+    monkeypatch.setattr(causal_trim, "padding_runs", lambda p, q: seen.append(q) or real(p, q))
+    monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
+    import transformers.masking_utils as mu
+
+    built = []
+    real_sdpa_mask = mu.sdpa_mask
+    monkeypatch.setattr(mu, "sdpa_mask", lambda *a, **k: built.append(1) or real_sdpa_mask(*a, **k))
+    try:
+        for decode_padded, runs_read in (("sdpa", [9]), ("kernel", [9, 1, 1, 1, 1])):
+            causal_trim.set_table({("decode", True): [(2, 16, decode_padded)],
+                                   ("decode", False): [(2, 16, "sdpa")]})
+            seen.clear()
+            ps["causal_trim"].info["calls"].clear()
+            got = m.generate(ids * mask, **kw)
+            assert torch.equal(got, want), decode_padded
+            assert seen == runs_read, decode_padded  # the prefill, then each decode step or none
+            # one mask per forward, not per layer (an unpadded step's mask is None: built once too)
+            assert len(built) == (4 if decode_padded == "sdpa" else 0), (decode_padded, len(built))
+            built.clear()
+            calls = ps["causal_trim"].info["calls"]
+            on_kernel = 4 * n_layers if decode_padded == "kernel" else 0
+            assert calls["sdpa:decode"] == 4 * n_layers - on_kernel
+            assert calls["kernel:padded"] == n_layers + on_kernel  # the padded prefill on the kernel
+            assert not any(k.startswith("fallback") for k in calls)
+        # the kernel policy (what verification runs) never takes the shortcut
+        cfg = m.config
+        assert not causal_trim.decode_routes_to_sdpa(cfg, 2, 12)  # the padded entry is on the kernel
+        causal_trim.set_table({("decode", True): [(2, 16, "sdpa")], ("decode", False): [(2, 16, "sdpa")]})
+        assert causal_trim.decode_routes_to_sdpa(cfg, 2, 12)
+        causal_trim.set_dispatch(ps["causal_trim"], "kernel")
+        assert not causal_trim.decode_routes_to_sdpa(cfg, 2, 12)
+        causal_trim.set_dispatch(ps["causal_trim"], "sdpa")
+        assert causal_trim.decode_routes_to_sdpa(cfg, 2, 12)
+        assert not causal_trim.decode_routes_to_sdpa(None, 2, 12)
+    finally:
+        causal_trim.set_table(None)
+        unpatch(ps)
+    assert not causal_trim.decode_routes_to_sdpa(cfg, 2, 12)  # reverted: the config is forgotten
+
+
+def test_routed_mask_is_built_once_even_when_none():
+    """sdpa_mask answers None when it can skip the mask (no padding at decode); the next layer of the
+    same forward must not build it again (a host sync each time on the GPU)."""
+    builds = []
+    marker = causal_trim.PaddedCausal(None, None, (1, 1, 1, 9), lambda: builds.append(1))
+    assert marker.mask4d() is None and marker.mask4d() is None
+    assert builds == [1]
