@@ -8,8 +8,8 @@ Hooks (transformers 5.17-5.24, through its own extension points — no monkey-pa
   * ``model.set_attn_implementation("sits_causal_trim")``; revert sets the previous name back.
 
 What the mask function answers (once per forward, from the 2-D padding mask before any 4-D
-expansion). Only for the causal mask function itself (no sliding window, chunking, packed
-sequences or or/and overlays) with the queries the last keys (``q_offset + q_length == kv_offset +
+expansion). Only for the causal mask function itself (or a sliding window holding every key; no
+chunking, packed sequences or or/and overlays) with the queries the last keys (``q_offset + q_length == kv_offset +
 kv_length``: prefill, chunked prefill and decode over a DynamicCache):
   * no padding among the keys → ``None`` (plain bottom-right causal);
   * padding, with every row's valid keys one contiguous run ``[start, end)`` (left padding, right
@@ -44,10 +44,16 @@ is switched to the one asked for. ``STATS`` counts ``kernel``, ``kernel:padded``
 and ``fallback:<reason>`` (process-wide).
 
 Sliding-window layers (Mistral with ``sliding_window``, Qwen2/3 with ``use_sliding_window``, the
-``sliding_attention`` layers of Gemma 3) are not expressible by the causal kernel: their mask is
-transformers' own ``sdpa_mask`` (is_causal skip included) and every call of theirs goes to
+``sliding_attention`` layers of Gemma 3) are expressible by the causal kernel only while every key
+is inside the window of every query: fewer keys than the window (``kv_length < sliding_window``,
+transformers' own condition for skipping the sliding mask, ``masking_utils._ignore_causal_mask_sdpa``
+in 5.24; its overlay ``kv_idx > q_idx - sliding_window`` then keeps every causal key). Such calls
+are routed like a full layer's (mask function and attention alike). Once the keys reach the window,
+the mask is transformers' own ``sdpa_mask`` (is_causal skip included) and the call goes to
 transformers' sdpa path, counted as ``fallback:sliding_window``; the full-attention layers of the
-same model take the kernel. Per patch, ``patch.info["calls"]`` counts the same keys for this model
+same model take the kernel. (The mask function reads a ``local_size`` as a sliding window only for
+the configs of models it patched: ``check`` refused every other layer type, such as chunked
+attention, whose mask is not causal however few the keys.) Per patch, ``patch.info["calls"]`` counts the same keys for this model
 only, without the verification probes; ``fallbacks(patch)`` / ``Patch.fallbacks()`` give
 ``{reason: calls}``, e.g. ``{"sliding_window": 12}``.
 
@@ -78,8 +84,8 @@ NAME = "causal_trim"
 IMPL = "sits_causal_trim"
 FAMILIES = frozenset({"llama", "mistral", "qwen2", "qwen3", "gemma3_text"})
 # families whose attention modules read a per-layer ``sliding_window`` (None on full layers) and
-# whose models build a sliding-window mask for those layers: their sliding layers fall back
-# (counted as ``fallback:sliding_window``), their full layers take the kernel
+# whose models build a sliding-window mask for those layers: their sliding layers fall back once
+# the keys reach the window (counted as ``fallback:sliding_window``), their full layers take the kernel
 SLIDING_FAMILIES = frozenset({"mistral", "qwen2", "qwen3", "gemma3_text"})
 RTOL = DEFAULT_RTOL
 STATS: Counter = Counter()  # "kernel", "kernel:padded", "sdpa:<phase>", "fallback:<reason>"
@@ -198,7 +204,10 @@ def padding_runs(padding: torch.Tensor, q_length: int):
 
 
 def _unfit(module, query, key, value, attention_mask, dropout, is_causal, kwargs) -> str | None:
-    for kw in ("sliding_window", "softcap", "s_aux", "sinks"):
+    window = kwargs.get("sliding_window")
+    if window is not None and not key.shape[-2] < window:  # fewer keys than the window: causal
+        return "sliding_window"
+    for kw in ("softcap", "s_aux", "sinks"):
         if kwargs.get(kw) is not None:
             return kw
     if attention_mask is not None:
@@ -316,19 +325,25 @@ def mask_function(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask
         mask_function = causal_mask_function
 
     def materialise():
-        # A sliding-window layer always falls back (its attention call carries ``sliding_window``):
-        # it gets exactly transformers' own sdpa mask, is_causal skip included. Every other mask
+        # A sliding-window layer whose keys reach the window falls back (its attention call carries
+        # ``sliding_window``): it gets exactly transformers' own sdpa mask, is_causal skip included. Every other mask
         # handed out here is materialised, so that the attention call sees it and falls back.
         skip = allow_is_causal_skip if local_size is not None else False
         return sdpa_mask(batch_size, q_length, kv_length, q_offset, kv_offset, mask_function,
                          attention_mask, local_size=local_size, allow_is_causal_skip=skip, **kwargs)
 
-    plain = (allow_is_causal_skip and mask_function is causal_mask_function and local_size is None
+    config = kwargs.get("config")
+    # a sliding window (the only local_size a patched model's config can ask for, see check())
+    # holding every key: the causal mask (transformers' own condition for skipping it)
+    window_holds_all = (local_size is not None and isinstance(kv_length, int) and kv_length < local_size
+                        and config is not None and id(config) in _CONFIG_POLICY)
+    plain = (allow_is_causal_skip
+             and ((mask_function is causal_mask_function and local_size is None) or window_holds_all)
              and not isinstance(q_offset, torch.Tensor) and not isinstance(kv_offset, torch.Tensor)
              and q_offset + q_length == kv_offset + kv_length)
     if not plain:
         return materialise()
-    if q_length == 1 and _on_cuda(attention_mask) and decode_routes_to_sdpa(kwargs.get("config"), batch_size, kv_length):
+    if q_length == 1 and _on_cuda(attention_mask) and decode_routes_to_sdpa(config, batch_size, kv_length):
         # A decode step whose every call the policy sends to sdpa, padded or not: transformers' own
         # mask (is_causal skip included), built on first use — the unpatched model's work, without
         # finding the padding runs first (one host sync and ~15 small launches per step)
@@ -465,7 +480,8 @@ def install(model, *, dispatch: str = "table"):
 
 
 def sliding_layers(model) -> list[int]:
-    """Indices of the decoder layers whose attention is sliding-window (they always fall back)."""
+    """Indices of the decoder layers whose attention is sliding-window (they fall back once their
+    keys reach the window)."""
     cfg = model.config
     layer_types = getattr(cfg, "layer_types", None)
     n = int(getattr(cfg, "num_hidden_layers", 0) or 0)

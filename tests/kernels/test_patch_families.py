@@ -191,6 +191,37 @@ def test_sliding_window_everywhere_falls_back_and_is_counted(probe):
         unpatch(ps)
 
 
+@pytest.mark.parametrize("window", [10, 64])
+def test_sliding_layers_take_the_kernel_while_the_window_holds_every_key(window, probe):
+    """Mistral-7B-v0.1 style, with a window the sequences reach (10) or never reach (64): a call
+    with fewer keys than the window is plain causal attention (transformers' own condition for
+    skipping the sliding mask) and takes the kernel; from ``window`` keys on, transformers' sdpa
+    path, counted. Outputs equal the unpatched model's either way."""
+    torch.manual_seed(0)
+    m = transformers.MistralForCausalLM(transformers.MistralConfig(**BASE, sliding_window=window)).eval()
+    ids, mask = _padded_batch()  # 10 keys
+    gids, gmask = _prompts()  # 8 keys, then decode steps over 9 and 10 keys
+    ref = _forward(m, ids, mask)
+    ref_seq, ref_logits = _generate(m, gids, gmask)
+    ps = patch(m, ["causal_trim"], probe=probe)  # the probe's 9 keys: every call on the kernel
+    try:
+        assert ps["causal_trim"].error <= EXACT
+        got = _forward(m, ids, mask)
+        seq, logits = _generate(m, gids, gmask)
+        assert _rel(got, ref) <= EXACT and torch.equal(seq, ref_seq)
+        assert _rel(logits, ref_logits) <= EXACT
+        keys = [10, 8] + [8 + i for i in range(1, NEW)]  # the forward, generate's prefill, its decode steps
+        inside = sum(k < window for k in keys)
+        calls = {k: v for k, v in ps["causal_trim"].info["calls"].items() if v}
+        want = {"kernel": 2 * inside, "kernel:padded": 2 * inside}
+        if inside < len(keys):
+            want["fallback:sliding_window"] = 2 * (len(keys) - inside)
+        assert calls == {k: v for k, v in want.items() if v}, (calls, want)
+        assert inside == (len(keys) - 2 if window == 10 else len(keys))
+    finally:
+        unpatch(ps)
+
+
 def test_other_layer_types_and_windows_on_families_without_them_are_refused():
     """A sliding window only falls back where the family's attention reads it per layer; a Llama
     config claiming one, or layer types the kernel has no fallback for, are refused."""
