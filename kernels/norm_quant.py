@@ -195,6 +195,23 @@ def _quotient(u, rstd, scale, EXACT_DIV: tl.constexpr):
 
 
 @triton.jit
+def _round_to(v, dt: tl.constexpr, SOFT: tl.constexpr):
+    """fp32 → dt → fp32 (round to nearest even; see _rne_bf16 for the interpreter's bf16 cast)."""
+    if SOFT and dt == tl.bfloat16:
+        v = _rne_bf16(v)
+    return v.to(dt).to(tl.float32)
+
+
+@triton.jit
+def _store_y(y_ptr, offs, z, rstd, w, mask, SOFT: tl.constexpr):
+    """The normalised row in the model's dtype, as transformers' LlamaRMSNorm computes it:
+    ``weight * (z * rstd).to(dtype)``, the product rounded to dtype once more."""
+    dt: tl.constexpr = y_ptr.dtype.element_ty
+    y = _round_to(_round_to(z * rstd[:, None], dt, SOFT) * w[None, :], dt, SOFT)
+    tl.store(y_ptr + offs, y.to(dt), mask=mask)
+
+
+@triton.jit
 def _norm_quant_kernel(
     q_ptr, stride_qm,
     s_ptr, stride_sm,
@@ -202,10 +219,11 @@ def _norm_quant_kernel(
     x_ptr, stride_xm,
     r_ptr, stride_rm,
     w_ptr,
+    y_ptr, stride_ym,
     M, K, eps,
     QMAX: tl.constexpr, IS_FP8: tl.constexpr, FP8_SOFT: tl.constexpr, EXACT_DIV: tl.constexpr,
     HAS_RESIDUAL: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, ONE_TILE: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, ONE_TILE: tl.constexpr, HAS_Y: tl.constexpr,
 ):
     # Per row: u = z * w; two independent reductions give sum(z**2) and max|u|; since rstd > 0,
     # max|y| = rstd * max|u| (to an fp32 rounding), so the scale and the quotient
@@ -235,6 +253,8 @@ def _norm_quant_kernel(
             q = _quantize(_quotient(u, rstd, scale, EXACT_DIV), QMAX, IS_FP8, FP8_SOFT, False)
             tl.store(q_ptr + rows[:, None] * stride_qm + cols[None, :], q, mask=mask)
             tl.store(s_ptr + rows * stride_sm, scale, mask=row_ok)
+            if HAS_Y:
+                _store_y(y_ptr, rows[:, None] * stride_ym + cols[None, :], z, rstd, w, mask, FP8_SOFT)
     else:
         for mb in range(pid, n_blocks, nprog):
             rows = (mb * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
@@ -271,6 +291,8 @@ def _norm_quant_kernel(
                 q = _quantize(_quotient(z * w[None, :], rstd, scale, EXACT_DIV), QMAX, IS_FP8,
                               FP8_SOFT, False)
                 tl.store(q_ptr + rows[:, None] * stride_qm + c[None, :], q, mask=mask)
+                if HAS_Y:
+                    _store_y(y_ptr, rows[:, None] * stride_ym + c[None, :], z, rstd, w, mask, FP8_SOFT)
             tl.store(s_ptr + rows * stride_sm, scale, mask=row_ok)
 
 
@@ -308,7 +330,7 @@ def _launch_params(M, K, block_m=None, block_k=None, num_warps=None, has_res=Fal
 
 
 _CONST_NAMES = ("QMAX", "IS_FP8", "FP8_SOFT", "EXACT_DIV", "HAS_RESIDUAL", "BLOCK_M", "BLOCK_K",
-                "ONE_TILE")
+                "ONE_TILE", "HAS_Y")
 _COMPILED: dict = {}  # specialization key -> the CompiledKernel Triton returned for it
 # Off by default: written after the last GPU run of this session and not yet run on a GPU
 # (the CPU interpreter never takes it). `python bench/norm_quant.py --fast-launch` turns it on,
@@ -376,14 +398,17 @@ def _check_like(t: torch.Tensor, x: torch.Tensor, name: str) -> torch.Tensor:
 
 def rms_norm_quant(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, dtype=torch.int8, *,
                    residual: torch.Tensor | None = None, residual_out: torch.Tensor | None = None,
-                   exact_div: bool = False, out=None, block_m: int | None = None,
-                   block_k: int | None = None, num_warps: int | None = None,
-                   persistent: int | None = None):
+                   exact_div: bool = False, out=None, y_out: torch.Tensor | None = None,
+                   block_m: int | None = None, block_k: int | None = None,
+                   num_warps: int | None = None, persistent: int | None = None):
     """Fused ``[residual add +] RMSNorm + per-token quantization`` of ``x [..., K]``.
 
     Returns (q, scales [..., 1] fp32), or (q, scales, new_residual) when ``residual`` is given.
     ``residual_out`` receives the new residual (default: a new tensor; ``residual`` itself for an
     in-place update). ``out=(q, scales)`` writes into preallocated contiguous tensors.
+    ``y_out`` (x's shape and dtype) also receives the normalised activation in x's dtype as
+    transformers' ``LlamaRMSNorm`` returns it, ``weight * (z * rstd).to(dtype)`` (for callers that
+    still need it beside the quantized one: 2 more bytes written per element, no more read).
     ``block_m``, ``block_k`` (< K forces the three-pass path), ``num_warps`` and ``persistent``
     (programs per SM, looping over row blocks; None: one program per row block) override the
     launch heuristics, for tuning and tests."""
@@ -407,6 +432,11 @@ def rms_norm_quant(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, dty
             raise ValueError("residual_out must be writable in place as [M, K] rows (last "
                              "dimension contiguous, leading dimensions flattenable)")
     q, s = _check_out(out, tuple(x.shape), tuple(x.shape[:-1]) + (1,), dtype, x.device)
+    y2 = None
+    if y_out is not None:
+        y2 = _check_like(y_out, x, "y_out")
+        if y2.data_ptr() != y_out.data_ptr() or (y2.numel() > 1 and y2.stride(-1) != 1):
+            raise ValueError("y_out must be writable in place as [M, K] rows")
     if M == 0:
         return (q, s) if residual is None else (q, s, residual_out)
     if K == 0:
@@ -430,9 +460,10 @@ def rms_norm_quant(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, dty
             x2, x2.stride(0),
             r2 if has_res else x2, r2.stride(0) if has_res else 0,
             w,
+            y2 if y2 is not None else x2, y2.stride(0) if y2 is not None else 0,
             M, K, float(eps))
     consts = (qmax, dtype == torch.float8_e4m3fn, soft, exact_div, has_res, block_m, block_k,
-              block_k >= K)
+              block_k >= K, y2 is not None)
     _launch(grid_n, args, consts, num_warps, x.device)
     return (q, s) if residual is None else (q, s, residual_out)
 

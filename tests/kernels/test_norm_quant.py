@@ -285,3 +285,48 @@ def test_comparison_rejects_one_step_off_away_from_a_tie():
     assert not compare_with_reference((q2, s), x, w, EPS, I8)["ok"]
     # and a scale one part in 1e4 off
     assert not compare_with_reference((q, s * (1 + 1e-4)), x, w, EPS, I8)["ok"]
+
+
+def _llama_rms_norm(x, weight, eps):
+    """transformers' LlamaRMSNorm.forward, written out: fp32 norm, rounded to x's dtype, times the
+    weight in that dtype."""
+    v = x.float()
+    v = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + eps)
+    return weight.to(x.dtype) * v.to(x.dtype)
+
+
+@pytest.mark.parametrize("in_dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("block_k", [None, 16])  # one tile, and the two-pass path
+def test_y_out_is_the_llama_rms_norm_and_leaves_q_unchanged(in_dtype, block_k):
+    g = torch.Generator().manual_seed(11)
+    x = (torch.randn(6, 3, 40, generator=g) * 3).to(in_dtype)
+    w = (torch.randn(40, generator=g) * 0.5 + 1).to(in_dtype)
+    y = torch.full_like(x, float("nan"))
+    q, s = rms_norm_quant(x, w, 1e-5, torch.int8, y_out=y, block_k=block_k)
+    q0, s0 = rms_norm_quant(x, w, 1e-5, torch.int8, block_k=block_k)
+    assert torch.equal(q, q0) and torch.equal(s, s0)  # the quantized output does not depend on y_out
+    want = _llama_rms_norm(x, w, 1e-5)
+    # one rounding step of bf16 / fp16 at most; fp32 a few (torch's rsqrt, whose error is not
+    # specified, against the kernel's correctly rounded 1 / sqrt_rn, then two multiplies)
+    ulps = 4 if in_dtype == torch.float32 else 1
+    step = ulps * torch.finfo(in_dtype).eps * want.float().abs().clamp_min(torch.finfo(in_dtype).tiny)
+    assert not y.isnan().any()
+    assert ((y.float() - want.float()).abs() <= step).all()
+    if in_dtype != torch.float32:
+        assert (y == want).float().mean() > 0.99  # nearly everywhere bit for bit
+
+
+def test_y_out_with_residual_and_validation():
+    g = torch.Generator().manual_seed(12)
+    x = torch.randn(4, 40, generator=g).to(torch.bfloat16)
+    r = torch.randn(4, 40, generator=g).to(torch.bfloat16)
+    w = torch.ones(40, dtype=torch.bfloat16)
+    y = torch.empty_like(x)
+    q, s, res = rms_norm_quant(x, w, 1e-6, torch.int8, residual=r, y_out=y)
+    assert torch.equal(res, x + r)
+    want = _llama_rms_norm(x + r, w, 1e-6)
+    assert (y == want).float().mean() > 0.95
+    with pytest.raises(ValueError, match="y_out"):
+        rms_norm_quant(x, w, 1e-6, torch.int8, y_out=torch.empty(4, 40))  # fp32, not x's dtype
+    with pytest.raises(ValueError, match="y_out"):
+        rms_norm_quant(x, w, 1e-6, torch.int8, y_out=torch.empty(40, 4, dtype=torch.bfloat16).t())
