@@ -554,6 +554,9 @@ ROWS = [
     ("eager", None, {}),
     ("act_calib int8 static", ["act_calib"], {"act_calib": {"mode": "int8"}}),
     ("act_calib fp8 static", ["act_calib"], {"act_calib": {"mode": "fp8"}}),
+    # the RMSNorm + quantization fusion (act_calib fuse_norm): not yet measured on a GPU
+    ("act_calib int8 + norm", ["act_calib"], {"act_calib": {"mode": "int8", "fuse_norm": True}}),
+    ("act_calib fp8 + norm", ["act_calib"], {"act_calib": {"mode": "fp8", "fuse_norm": True}}),
     ("sdpa (repeat)", [], {}),
 ]
 

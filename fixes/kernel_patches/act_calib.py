@@ -21,9 +21,18 @@ input tensor's identity and version). Per group call:
 A gated MLP whose gate, up and down projections are all targets and whose activation is SiLU runs
 as one unit: x quantized once → gate|up product → ``silu_mul_quant`` (silu(g)·u quantized per
 token in one pass, from the int32 or bf16 product) → down product. The bf16 ``h`` is never stored.
-RMSNorm+quant fusion (kernels/norm_quant.py) is not wired: the decoder layer hands the projections
-the *normalised* bf16 tensor, and replacing that needs the decoder layer's forward, which differs
-per family.
+With ``fuse_norm=True`` (int8 / fp8; decoder layers of llama, mistral, qwen2 and qwen3, whose
+``input_layernorm`` output goes straight into q/k/v and ``post_attention_layernorm``'s into
+gate/up): each of those two RMSNorms gets an instance-level ``forward`` that runs
+``kernels.norm_quant.rms_norm_quant`` once — the quantized activation and its row scales for the
+group that reads it, and the normalised activation in the model's dtype (``y_out``, what
+transformers' ``LlamaRMSNorm`` returns) for everything else — and hands the quantized pair to the
+group, which then skips its own quantization when the tensor it receives is that norm output
+(identity and version). The norm is checked against transformers' formula on a random input at
+install (a norm that computes something else, such as Gemma's ``1 + weight``, is left alone).
+Calls with static scales, fewer rows than ``min_rows``, or inputs needing gradients take the
+norm's own forward. Not yet measured on a GPU; off by default. ``info["fused_norms"]`` lists the
+norms it applied to; ``state["fused_norm"]`` counts the calls.
 
 Modes: ``"fp8"`` (CUDA, compute capability ≥ 8.9), ``"int8"``, ``"dequant"`` (q·scale back to the
 activation dtype, then the bf16 weight: the activation quantization alone; the CPU default),
@@ -95,7 +104,7 @@ def _targets(model, pattern: str) -> list[tuple[str, nn.Linear]]:
 
 
 def check(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", backend: str | None = None,
-          min_rows: int | None = None) -> None:
+          min_rows: int | None = None, fuse_norm: bool = False) -> None:
     if model.training:
         raise PatchRefused(NAME, "model is in training mode: the quantized forward has no backward")
     if not _targets(model, targets):
@@ -187,6 +196,7 @@ class Group:
         self._ver = -1
         self._y = None
         self._served: set = set()
+        self.pre = None  # (norm output, its version, q, scales) from a fused RMSNorm + quantization
 
     # -- weights re-homed into the group buffer (undone by restore_weights) --------------------
     def share_weights(self) -> None:
@@ -200,9 +210,16 @@ class Group:
                 lin.weight.data = lin.weight.data.clone()
 
     # -- the product ----------------------------------------------------------------------------
-    def quantize(self, x2):
+    def quantize(self, x2, x=None):
+        """(q, row scales) of the rows ``x2`` of ``x``: those a fused norm already computed for this
+        very tensor (``pre``, used once), else the per-token (or static) quantization."""
         from sits_doctor.kernels.act_quant import quantize_per_tensor, quantize_per_token
 
+        pre, self.pre = self.pre, None
+        if pre is not None and x is pre[0] and x._version == pre[1] and self.static is None:
+            self.cal.note(pre[3])
+            self.state["fused_norm"][self.names[0]] += 1
+            return pre[2], pre[3]
         if self.static is not None:
             q, s = quantize_per_tensor(x2, self.qdtype, scale=self.static)
             return q, s.expand(x2.shape[0], 1).contiguous()
@@ -240,7 +257,7 @@ class Group:
             y = F.linear(x2, self.w, self.bias)
             self.state["bf16"][self.names[0]] += 1
         else:
-            q, s = self.quantize(x2)
+            q, s = self.quantize(x2, x)
             y = self.gemm(q, s, self.wq, self.ws, self.bias, x.dtype)
             self.state["fast"][self.names[0]] += 1
         return y.reshape(*x.shape[:-1], self.N)
@@ -290,7 +307,7 @@ def _mlp_forward(mlp, gu: Group, down: Group):
             h = mlp.act_fn(y[:, :n]) * y[:, n:]
             gu.state["bf16"][gu.names[0]] += 1
             return F.linear(h, down.w, down.bias).reshape(*x.shape[:-1], -1)
-        q, s = gu.quantize(x2)
+        q, s = gu.quantize(x2, x)
         st = down.static
         if gu.backend == "int_mm" and gu.mode == "int8" and x.device.type == "cuda" and M > 16:
             # the int32 product goes straight into the epilogue: dequantized on load
@@ -337,8 +354,86 @@ def _build_groups(model, layers, mode, qdtype, dispatch, state):
     return groups, mlps
 
 
+FUSE_NORM_FAMILIES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+
+
+def _llama_rms_norm(x, weight, eps):
+    """transformers' LlamaRMSNorm.forward (5.x), the formula the fused kernel's ``y_out`` follows."""
+    v = x.float()
+    v = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + eps)
+    return weight * v.to(x.dtype)
+
+
+def _norm_eps(norm):
+    for attr in ("variance_epsilon", "eps"):
+        v = getattr(norm, attr, None)
+        if isinstance(v, float):
+            return v
+    return None
+
+
+def _is_llama_rms_norm(norm, K: int) -> bool:
+    """``norm`` is an RMSNorm over K with a weight, computing transformers' Llama formula (checked
+    on a random input, so a ``1 + weight`` or a bias is told apart)."""
+    w, eps = getattr(norm, "weight", None), _norm_eps(norm)
+    if not isinstance(w, torch.Tensor) or w.dim() != 1 or w.shape[0] != K or eps is None:
+        return False
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, K, generator=g).to(device=w.device, dtype=w.dtype) * 2
+    with torch.no_grad():
+        try:
+            got = norm(x)
+        except Exception:  # noqa: BLE001 - a module that cannot take [rows, K] is not one
+            return False
+        want = _llama_rms_norm(x, w, eps)
+    return isinstance(got, torch.Tensor) and got.shape == want.shape and torch.allclose(
+        got.float(), want.float(), rtol=1e-2, atol=1e-5)
+
+
+def _norm_pairs(model, groups, mlps) -> list[tuple[str, nn.Module, "Group"]]:
+    """(norm name, RMSNorm, the group reading its output) for each Llama-style decoder layer:
+    input_layernorm → the q|k|v group, post_attention_layernorm → the gate|up group."""
+    if getattr(model.config, "model_type", None) not in FUSE_NORM_FAMILIES:
+        return []
+    by_linear = {id(lin): g for g in groups for lin in g.linears}
+    out = []
+    for name, layer in model.named_modules():
+        attn, mlp = getattr(layer, "self_attn", None), getattr(layer, "mlp", None)
+        for norm_attr, owner, leaves in (("input_layernorm", attn, ("q_proj", "k_proj", "v_proj")),
+                                         ("post_attention_layernorm", mlp, ("gate_proj", "up_proj"))):
+            norm = getattr(layer, norm_attr, None)
+            lins = [getattr(owner, leaf, None) for leaf in leaves] if owner is not None else []
+            if norm is None or not lins or any(lin is None for lin in lins):
+                continue
+            g = by_linear.get(id(lins[0]))
+            if g is None or len(g.linears) != len(lins) or any(by_linear.get(id(lin)) is not g for lin in lins):
+                continue
+            if _is_llama_rms_norm(norm, g.K):
+                out.append((f"{name}.{norm_attr}" if name else norm_attr, norm, g))
+    return out
+
+
+def _norm_forward(norm, g: "Group"):
+    """The RMSNorm's forward with the group's quantization fused in (see the module docstring)."""
+    from sits_doctor.kernels.norm_quant import rms_norm_quant
+
+    eps = _norm_eps(norm)
+
+    def forward(x):
+        if (g.static is not None or norm.training or x.shape[-1] != g.K
+                or (torch.is_grad_enabled() and x.requires_grad)
+                or x.numel() // g.K < g.min_rows or x.numel() == 0):
+            return type(norm).forward(norm, x)
+        y = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+        q, s = rms_norm_quant(x, norm.weight, eps, g.qdtype, y_out=y)
+        g.pre = (y, y._version, q.reshape(-1, g.K), s.reshape(-1, 1))
+        return y
+
+    return forward
+
+
 def install(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", backend: str | None = None,
-            min_rows: int | None = None):
+            min_rows: int | None = None, fuse_norm: bool = False):
     dev = model_device(model)
     resolved = resolve_mode(mode, dev)
     qdtype = torch.float8_e4m3fn if resolved == "fp8" else torch.int8
@@ -351,7 +446,8 @@ def install(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", backen
     if min_rows is not None:
         dispatch["min_rows"] = int(min_rows)
     layers = _targets(model, targets)
-    state = {"fast": Counter(), "bf16": Counter(), "dequant": Counter(), "fallbacks": Counter()}
+    state = {"fast": Counter(), "bf16": Counter(), "dequant": Counter(), "fallbacks": Counter(),
+             "fused_norm": Counter()}
     undo = UndoStack()
     try:
         groups, mlps = _build_groups(model, layers, resolved, qdtype, dispatch, state)
@@ -364,6 +460,10 @@ def install(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", backen
         for _, mlp, gu, down in mlps:
             mlp.__dict__["forward"] = _mlp_forward(mlp, gu, down)
             undo.push(lambda mlp=mlp: mlp.__dict__.pop("forward", None))
+        norms = _norm_pairs(model, groups, mlps) if fuse_norm and resolved in ("int8", "fp8") else []
+        for _, norm, g in norms:
+            norm.__dict__["forward"] = _norm_forward(norm, g)
+            undo.push(lambda norm=norm: norm.__dict__.pop("forward", None))
         for g in groups:  # verification checks the quantized path at every row count
             g.min_rows = 0
     except BaseException:
@@ -372,6 +472,7 @@ def install(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", backen
     calibrators = {name: g.cal for g in groups for name in g.names}
     info = {"mode": resolved, "layers": [n for n, _ in layers], "calibrators": calibrators,
             "groups": [g.names for g in groups], "fused_mlps": [p for p, *_ in mlps],
+            "fused_norms": [n for n, *_ in norms],
             "dispatch": dispatch, "scales": "dynamic", "fast_calls": state["fast"],
             "bf16_calls": state["bf16"], "fallbacks": state["fallbacks"], "_state": state,
             "_groups": groups}
@@ -384,6 +485,7 @@ def _reset(patch: Patch) -> None:
     for g in patch.info["_groups"]:
         g.cal = LazyCalibrator(QMAX[g.qdtype])
         g.min_rows = int(patch.info["dispatch"]["min_rows"])
+        g.pre = None
     patch.info["calibrators"] = {name: g.cal for g in patch.info["_groups"] for name in g.names}
     for c in patch.info["_state"].values():
         c.clear()
@@ -438,9 +540,10 @@ def summary(patch: Patch, dtype=torch.int8) -> list[dict]:
 
 
 def apply(model, *, targets: str = DEFAULT_TARGETS, mode: str = "auto", backend: str | None = None,
-          min_rows: int | None = None, **kw) -> Patch:
+          min_rows: int | None = None, fuse_norm: bool = False, **kw) -> Patch:
     """Wrap the target Linears; verified on a probe batch with the looser act_calib tolerance."""
     tol = RTOL_BY_MODE[resolve_mode(mode, model_device(model))]
     table = {dt: tol for dt in (torch.float32, torch.float16, torch.bfloat16)}
     return apply_verified(model, NAME, check, install, rtol_table=table, after_verify=_reset,
-                          targets=targets, mode=mode, backend=backend, min_rows=min_rows, **kw)
+                          targets=targets, mode=mode, backend=backend, min_rows=min_rows,
+                          fuse_norm=fuse_norm, **kw)
