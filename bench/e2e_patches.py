@@ -296,16 +296,34 @@ def write_tables(attn, rope, gemm, out: Path) -> dict:
 # --------------------------------------------------------------------------------------------
 # 2. end to end
 # --------------------------------------------------------------------------------------------
-def build_model(dev):
-    from transformers import LlamaConfig, LlamaForCausalLM
+def model_config(path: Path = CONFIG):
+    """A transformers config from an HF config.json (its text model for a multimodal one, e.g.
+    Gemma 3's ``text_config`` as ``gemma3_text``); sdpa attention."""
+    from transformers import AutoConfig
 
-    cfg = LlamaConfig(**json.loads(CONFIG.read_text()))
+    raw = json.loads(Path(path).read_text())
+    if isinstance(raw.get("text_config"), dict):
+        text = dict(raw["text_config"])
+        mt = text.pop("model_type", None) or f"{raw.get('model_type')}_text"
+        raw = text
+    else:
+        mt = raw.pop("model_type")
+    for key in ("architectures", "torch_dtype", "dtype", "transformers_version", "quantization_config"):
+        raw.pop(key, None)
+    cfg = AutoConfig.for_model(mt, **raw)
     cfg._attn_implementation = "sdpa"
+    return cfg
+
+
+def build_model(dev, config_path: Path = CONFIG):
+    from transformers import AutoModelForCausalLM
+
+    cfg = model_config(config_path)
     torch.manual_seed(0)
     prev = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)
     with torch.device(dev):
-        model = LlamaForCausalLM(cfg)
+        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa")
     torch.set_default_dtype(prev)
     model.eval()
     model.generation_config.eos_token_id = None
@@ -627,6 +645,9 @@ def main() -> None:
                          "evaluation on the probe)), or a number")
     ap.add_argument("--quant-rtol", type=float, default=None,
                     help="verification tolerance of act_calib (default: its own table)")
+    ap.add_argument("--config", default=str(CONFIG),
+                    help="HF config.json of the model to build with random weights (default: Llama-3.1-8B; "
+                         "e.g. fixtures/hf/{mistral-7b-v0.1,qwen2.5-7b-instruct,gemma-3-12b-it-resaved}/config.json)")
     ap.add_argument("--columns", default=",".join(COLUMNS), help="end-to-end columns to run (comma list)")
     ap.add_argument("--rows", default="", help="end-to-end rows to run (comma list of names; default all)")
     ap.add_argument("--no-twin", action="store_true",
@@ -661,7 +682,7 @@ def main() -> None:
         log("dispatch " + json.dumps(report["dispatch"]))
         save()
 
-    model = build_model(dev)
+    model = build_model(dev, Path(args.config))
     data = inputs(dev, model.config.vocab_size)
     columns = [c for c in args.columns.split(",") if c]
     GEN_REPS[0] = args.gen_reps
