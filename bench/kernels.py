@@ -105,14 +105,17 @@ def bench_attention(dev, dtype, quick: bool) -> list[dict]:
     from torch.nn.attention.bias import causal_lower_right
 
     rows = []
-    seqs = (4096,) if quick else (4096, 16384)
-    for s in seqs:
-        b, h, d = 4, 32, 128
+    # issue 11 item 1: S 4096 / 16384 at D 128, and D 64 / 256 at 4096
+    shapes = ((4096, 128),) if quick else ((4096, 128), (16384, 128), (4096, 64), (4096, 256))
+    for s, d in shapes:
+        b, h = 4, 32
         q, k, v = (torch.randn(b, h, s, d, device=dev, dtype=dtype) for _ in range(3))
         flops = 4 * b * h * d * visible_pairs(s, s)
         case = f"causal prefill B={b} H={h} D={d} S={s}"
         for name, fn in (
             ("causal_trim (ours)", lambda: attention.causal_attention(q, k, v)),
+            # the same kernel with its programs in longest-processing-time order (not the default)
+            ("causal_trim order=lpt", lambda: attention._attention(q, k, v, prefill={"order": "lpt"})),
             ("SDPA default", sdpa(q, k, v, causal=True)),
             ("SDPA cuDNN", sdpa(q, k, v, causal=True, backend=SDPBackend.CUDNN_ATTENTION)),
             ("SDPA flash (FA2)", sdpa(q, k, v, causal=True, backend=SDPBackend.FLASH_ATTENTION)),
@@ -128,6 +131,7 @@ def bench_attention(dev, dtype, quick: bool) -> list[dict]:
     mask = causal_lower_right(sq, sk)
     for name, fn in (
         ("causal_trim (ours)", lambda: attention.causal_attention(q, k, v)),
+        ("causal_trim order=lpt", lambda: attention._attention(q, k, v, prefill={"order": "lpt"})),
         ("SDPA causal_lower_right", sdpa(q, k, v, mask=mask)),
     ):
         rows.append(_time(case, name, fn, flops=flops))
@@ -226,6 +230,8 @@ def check_attention_paths(dev) -> list[dict]:
                   (1, 8, 2, 1000, 1000, 128), (3, 4, 4, 129, 4099, 128)]:
         one("prefill tma", shape, torch.bfloat16, lambda q, k, v: attention._attention(
             q, k, v, return_lse=True, prefill={"use": True}))
+        one("prefill lpt order", shape, torch.bfloat16, lambda q, k, v: attention._attention(
+            q, k, v, return_lse=True, prefill={"order": "lpt"}))
     # the fused merge's counters are left at 0, and the path replays correctly inside a CUDA graph
     try:
         rows.append(_graph_check(dev))

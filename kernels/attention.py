@@ -191,14 +191,24 @@ def _causal_trim_fwd(
     MAX_ROWS_BUCKET, MAX_SEQLEN_K_BUCKET,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr,
     VARLEN: tl.constexpr, WRITE_LSE: tl.constexpr, PARTIAL: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-    EVEN_D: tl.constexpr, DOT_PRECISION: tl.constexpr,
+    EVEN_D: tl.constexpr, DOT_PRECISION: tl.constexpr, LPT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # ---- this program: (sequence, kv head, row block, key split); heavy row blocks first ------
     # Rows pack the GROUP query heads that share a kv head: row r is query position r // GROUP of
     # query head kv_head * GROUP + r % GROUP, so K and V are read once per kv head.
-    pid_m = tl.cdiv(MAX_ROWS, BLOCK_M) - 1 - tl.program_id(0).to(tl.int64)
-    pid_bh = tl.program_id(1).to(tl.int64)
+    # Order: by default (grid (row blocks, B·Hk, splits)) each head's heaviest row block first,
+    # head after head. LPT (grid (row blocks · B·Hk, 1, splits)): the heaviest row block of every
+    # head first, then the next heaviest, so the last wave holds the lightest blocks
+    # (longest-processing-time first across the whole launch).
+    if LPT:
+        n_bh = tl.num_programs(0) // tl.cdiv(MAX_ROWS, BLOCK_M)
+        pid = tl.program_id(0).to(tl.int64)
+        pid_m = tl.cdiv(MAX_ROWS, BLOCK_M) - 1 - pid // n_bh
+        pid_bh = pid % n_bh
+    else:
+        pid_m = tl.cdiv(MAX_ROWS, BLOCK_M) - 1 - tl.program_id(0).to(tl.int64)
+        pid_bh = tl.program_id(1).to(tl.int64)
     split = tl.program_id(2).to(tl.int64)
     batch = pid_bh // num_kv_heads
     kv_head = pid_bh % num_kv_heads
@@ -597,7 +607,8 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
     "separate", "fused", or "legacy" for the autotuned kernel), ``splits``, ``programs_per_sm``,
     ``block_n``, ``num_warps``, ``num_stages``. ``prefill``: ``use`` (True takes the Hopper
     descriptor kernel, which is never the default), ``block_m``, ``block_n``, ``num_warps``,
-    ``num_stages``, ``warp_specialize``."""
+    ``num_stages``, ``warp_specialize``; ``order`` ("lpt": the autotuned kernel's programs
+    ordered heaviest row block of every head first; not yet timed on a GPU, so not the default)."""
     varlen = cu_seqlens_q is not None
     if varlen != (cu_seqlens_k is not None):
         raise ValueError("pass both cu_seqlens_q and cu_seqlens_k, or neither")
@@ -703,7 +714,12 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
     if paired:  # the split merge below writes every row; padded rows must stay untouched
         splits = 1
 
+    lpt = (prefill or {}).get("order") == "lpt"
+    common["LPT"] = lpt
+
     def grid(meta):
+        if lpt:
+            return (triton.cdiv(max_rows, meta["BLOCK_M"]) * batch * hk, 1, splits)
         return (triton.cdiv(max_rows, meta["BLOCK_M"]), batch * hk, splits)
 
     if splits == 1:
