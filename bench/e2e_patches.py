@@ -657,6 +657,9 @@ def main() -> None:
     ap.add_argument("--profile-tokens", type=int, default=0,
                     help="profile this many decode steps of generate per row (0: no profile)")
     ap.add_argument("--gen-reps", type=int, default=GEN_REPS[0], help="timed pairs per generate column")
+    ap.add_argument("--gen-new", type=int, default=GEN_NEW,
+                    help="new tokens per generate() call (estimated, not yet run: 32 with --gen-reps 4 "
+                         "brings every row and column under one 10-minute device call)")
     ap.add_argument("--profile-python", action="store_true", help="add a cProfile view to --profile-tokens")
     ap.add_argument("--no-selfcheck", action="store_true", help="skip the GPU self-check")
     ap.add_argument("--no-accuracy", action="store_true", help="skip the act_calib accuracy part")
@@ -686,6 +689,7 @@ def main() -> None:
     data = inputs(dev, model.config.vocab_size)
     columns = [c for c in args.columns.split(",") if c]
     GEN_REPS[0] = args.gen_reps
+    globals()["GEN_NEW"] = args.gen_new  # read by _gen_fn, run_row and the table
     PROFILE_PYTHON[0] = args.profile_python
     rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
     twin = None
