@@ -268,3 +268,40 @@ def test_routed_mask_is_built_once_even_when_none():
     marker = causal_trim.PaddedCausal(None, None, (1, 1, 1, 9), lambda: builds.append(1))
     assert marker.mask4d() is None and marker.mask4d() is None
     assert builds == [1]
+
+
+@torch.no_grad()
+def _prefill_chunk_decode(m, ids):
+    """Logits of a prefill of all but the last 4 tokens, a 3-token chunk over that cache (q < k:
+    bottom-right) and one decode token."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache(config=m.config)
+    outs = [m(input_ids=ids[:, :-4], past_key_values=cache, use_cache=True).logits]
+    outs.append(m(input_ids=ids[:, -4:-1], past_key_values=cache, use_cache=True).logits)
+    outs.append(m(input_ids=ids[:, -1:], past_key_values=cache, use_cache=True).logits)
+    return torch.cat(outs, 1)
+
+
+def test_sdpa_policy_counts_each_phase_and_keeps_chunks_bottom_right():
+    """Routed to sdpa (the policy every unmeasured GPU shape takes), a prefill, a chunk and a decode
+    step are counted per phase, and the chunk gets the bottom-right mask it needs (sdpa's own
+    is_causal is top-left aligned): logits equal the unpatched model's."""
+    m = _tiny(4)
+    ids = torch.randint(3, 256, (1, 14), generator=torch.Generator().manual_seed(8))
+    want = _prefill_chunk_decode(m, ids)
+    ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=torch.Generator().manual_seed(9)))
+    try:
+        causal_trim.set_dispatch(ps["causal_trim"], "sdpa")
+        before = dict(causal_trim.STATS)
+        got = _prefill_chunk_decode(m, ids)
+        assert (got - want).abs().max() < 1e-5
+        n = m.config.num_hidden_layers
+        calls = {k: v for k, v in ps["causal_trim"].info["calls"].items() if v}
+        assert calls == {"sdpa:prefill": n, "sdpa:chunk": n, "sdpa:decode": n}, calls
+        # the process-wide counters moved by the same amounts
+        assert {k: causal_trim.STATS[k] - before.get(k, 0) for k in calls} == calls
+    finally:
+        unpatch(ps)
+    assert causal_trim.phase_of(1, 9) == "decode" and causal_trim.phase_of(9, 9) == "prefill"
+    assert causal_trim.phase_of(3, 9) == "chunk"
