@@ -305,3 +305,27 @@ def test_sdpa_policy_counts_each_phase_and_keeps_chunks_bottom_right():
         unpatch(ps)
     assert causal_trim.phase_of(1, 9) == "decode" and causal_trim.phase_of(9, 9) == "prefill"
     assert causal_trim.phase_of(3, 9) == "chunk"
+
+
+def test_unfit_names_each_reason_a_call_cannot_take_the_kernel():
+    """Every reason ``_unfit`` gives, one call each (the fallback counters report these names)."""
+    from types import SimpleNamespace
+
+    causal, acausal = SimpleNamespace(is_causal=True), SimpleNamespace(is_causal=False)
+    q, k = torch.randn(1, 2, 4, 16), torch.randn(1, 1, 9, 16)
+
+    def why(module=causal, query=q, key=k, value=k, mask=None, dropout=0.0, is_causal=None, **kw):
+        return causal_trim._unfit(module, query, key, value, mask, dropout, is_causal, kw)
+
+    assert why() is None
+    assert why(sliding_window=9) == "sliding_window" and why(sliding_window=10) is None  # 9 keys
+    assert why(softcap=30.0) == "softcap" and why(sinks=torch.zeros(2)) == "sinks"
+    assert why(mask=torch.ones(1, 1, 4, 9, dtype=torch.bool)) == "mask"
+    assert why(dropout=0.1) == "dropout"
+    assert why(module=acausal) == "non_causal" and why(is_causal=False) == "non_causal"
+    assert why(query=q[0]) == "layout"
+    assert why(query=torch.randn(1, 2, 10, 16)) == "q_longer_than_k"
+    assert why(query=torch.randn(1, 2, 4, 8)) == "head_dim"
+    assert why(query=q.to(torch.float64), key=k.to(torch.float64), value=k.to(torch.float64)) == "dtype"
+    with torch.enable_grad():
+        assert why(query=q.clone().requires_grad_()) == "autograd"
