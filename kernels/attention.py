@@ -109,6 +109,20 @@ def _prune(configs, named_args, **kwargs):
 
 
 @triton.jit
+def _full_tile(base, cols, stride_n, stride_d, offs_d, mask_d, EVEN_D: tl.constexpr, DOT_IN_FP32: tl.constexpr):
+    """A K or V tile of key rows ``cols``, all of them in range: with ``EVEN_D`` no mask at all
+    (full tiles the compiler can pipeline and vectorise), else the head dimension masked."""
+    ptrs = base + cols[:, None] * stride_n + offs_d[None, :] * stride_d
+    if EVEN_D:
+        t = tl.load(ptrs)
+    else:
+        t = tl.load(ptrs, mask=mask_d[None, :], other=0.0)
+    if DOT_IN_FP32:
+        t = t.to(tl.float32)
+    return t
+
+
+@triton.jit
 def _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, offs_n, offs_d, mask_d,
                  pos, shift, len_k, lo, hi, n_full, qk_scale, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
                  BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, DOT_IN_FP32: tl.constexpr,
@@ -123,25 +137,13 @@ def _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, 
 
     for start_n in range(lo, tl.minimum(hi, n_full), BLOCK_N):
         cols = start_n + offs_n
-        if EVEN_D:  # no mask at all: full tiles the compiler can pipeline and vectorise
-            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd)
-        else:
-            k = tl.load(k_base + cols[:, None] * stride_kn + offs_d[None, :] * stride_kd,
-                        mask=mask_d[None, :], other=0.0)
-        if DOT_IN_FP32:
-            k = k.to(tl.float32)
+        k = _full_tile(k_base, cols, stride_kn, stride_kd, offs_d, mask_d, EVEN_D, DOT_IN_FP32)
         s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
         m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
         p = tl.math.exp2(s * qk_scale - m_new[:, None])
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
-        if EVEN_D:
-            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd)
-        else:
-            v = tl.load(v_base + cols[:, None] * stride_vn + offs_d[None, :] * stride_vd,
-                        mask=mask_d[None, :], other=0.0)
-        if DOT_IN_FP32:
-            v = v.to(tl.float32)
+        v = _full_tile(v_base, cols, stride_vn, stride_vd, offs_d, mask_d, EVEN_D, DOT_IN_FP32)
         acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         m_i = m_new
 

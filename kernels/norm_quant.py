@@ -473,6 +473,14 @@ def rms_norm_quant(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, dty
 # --------------------------------------------------------------------------------------------
 
 
+def llama_rms_norm(x, weight, eps):
+    """transformers' ``LlamaRMSNorm.forward`` (5.x), the function ``y_out`` follows: fp32 norm,
+    rounded to x's dtype, then times the weight in that dtype."""
+    v = x.float()
+    v = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + eps)
+    return weight.to(x.dtype) * v.to(x.dtype)
+
+
 def torch_rms_norm(x, weight, eps, residual=None):
     """RMSNorm as a model's unfused path computes it: fp32 math, output rounded to x's dtype."""
     if residual is not None:

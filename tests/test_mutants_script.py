@@ -6,18 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sits_doctor.fixer import apply_edits
-from sits_doctor.fixes import config as edit
 from sits_doctor.loaders import load_paths
-from sits_doctor.loaders.script import dockerfile_plans, parse_dockerfile, parse_script, script_plans
-
-
-def _docker(text: str):
-    return dockerfile_plans(parse_dockerfile(text, "Dockerfile"))
-
-
-def _script(text: str):
-    return script_plans(parse_script(text, "serve.sh"))
+from sits_doctor.loaders.script import dockerfile_plans, parse_dockerfile
+from test_script_loader import plans_of
 
 
 def test_each_refused_file_gets_its_own_reason(tmp_path: Path):
@@ -35,24 +26,24 @@ def test_a_shell_form_command_is_its_words():
 
 
 def test_prefix_assignments_name_the_variable_and_its_value():
-    (plan,) = _script("A=1 VLLM_LOGGING_LEVEL=DEBUG vllm serve m\n")
+    (plan,) = plans_of("A=1 VLLM_LOGGING_LEVEL=DEBUG vllm serve m\n")
     assert {k: (v.key, v.value, str(v.prov)) for k, v in plan.env.items()} == {
         "A": ("A", "1", "serve.sh:1:1"), "VLLM_LOGGING_LEVEL": ("VLLM_LOGGING_LEVEL", "DEBUG", "serve.sh:1:5")}
 
 
 def test_the_last_pip_pin_of_a_script_is_the_version():
-    (plan,) = _script("pip install vllm==0.6.0\npip install vllm==0.8.5\nvllm serve m\n")
+    (plan,) = plans_of("pip install vllm==0.6.0\npip install vllm==0.8.5\nvllm serve m\n")
     assert (plan.pin.value, str(plan.pin.prov)) == ("0.8.5", "serve.sh:2:13")
 
 
 def test_a_comment_ending_in_a_backslash_does_not_swallow_the_next_instruction():
-    (plan,) = _docker("FROM x\n# docker build -t me . \\\nCMD vllm serve m --max-model-len 100\n")
+    (plan,) = plans_of("FROM x\n# docker build -t me . \\\nCMD vllm serve m --max-model-len 100\n", "Dockerfile")
     assert (plan.label, plan.settings["max_model_len"].value) == ("Dockerfile line 3 (vllm serve)", 100)
     assert str(plan.settings["max_model_len"].prov) == "Dockerfile:3:18"
 
 
 def test_a_file_ending_in_a_line_continuation_is_read():
-    (plan,) = _docker("FROM x\nCMD vllm serve m --max-model-len 100 \\")
+    (plan,) = plans_of("FROM x\nCMD vllm serve m --max-model-len 100 \\", "Dockerfile")
     assert (plan.model_ref.value, plan.settings["max_model_len"].value) == ("m", 100)
 
 
@@ -64,12 +55,12 @@ def test_legacy_env_with_one_value_and_env_without_a_value():
 
 
 def test_a_command_without_a_from_line_is_still_read():
-    (plan,) = _docker("CMD vllm serve m --max-model-len 100\n")
+    (plan,) = plans_of("CMD vllm serve m --max-model-len 100\n", "Dockerfile")
     assert (plan.image, plan.label, plan.settings["max_model_len"].value) == (None, "Dockerfile line 1 (vllm serve)", 100)
 
 
 def test_a_heredoc_body_is_not_read_as_instructions():
-    (plan,) = _docker("FROM x\nRUN <<EOF\n./setup.sh\nEOF\nCMD vllm serve m --max-model-len 100\n")
+    (plan,) = plans_of("FROM x\nRUN <<EOF\n./setup.sh\nEOF\nCMD vllm serve m --max-model-len 100\n", "Dockerfile")
     assert (plan.label, str(plan.settings["max_model_len"].prov)) == ("Dockerfile line 5 (vllm serve)", "Dockerfile:5:18")
 
 
@@ -92,26 +83,19 @@ def test_a_dockerfile_with_neither_image_nor_command_is_refused(tmp_path: Path):
 
 
 def test_a_command_without_arguments_is_anchored_at_its_first_word():
-    (plan,) = _script("echo hi\nvllm serve\n")
+    (plan,) = plans_of("echo hi\nvllm serve\n")
     assert (plan.model_ref, str(plan.anchor)) == (None, "serve.sh:2:1")
 
 
-def test_removing_one_of_two_exported_variables_keeps_the_export():
-    text = "export HF_HOME=/models VLLM_ATTENTION_BACKEND=FLASHINFER\nvllm serve m\n"
-    (plan,) = _script(text)
-    fix = edit.remove(plan.env["VLLM_ATTENTION_BACKEND"], "remove it")
-    assert apply_edits(text, fix.edits) == "export HF_HOME=/models\nvllm serve m\n"
-
-
 def test_a_later_run_without_a_pin_keeps_the_pin():
-    (plan,) = _docker("FROM x\nRUN pip install vllm==0.8.5\nRUN echo done\nCMD vllm serve m\n")
+    (plan,) = plans_of("FROM x\nRUN pip install vllm==0.8.5\nRUN echo done\nCMD vllm serve m\n", "Dockerfile")
     assert (plan.pin.value, str(plan.pin.prov)) == ("0.8.5", "Dockerfile:2:17")
 
 
 def test_a_leading_blank_line_and_a_missing_final_newline():
-    (plan,) = _docker("\nFROM x\nCMD vllm serve m --max-model-len 100\n")
+    (plan,) = plans_of("\nFROM x\nCMD vllm serve m --max-model-len 100\n", "Dockerfile")
     assert (plan.label, str(plan.settings["max_model_len"].prov)) == ("Dockerfile line 3 (vllm serve)", "Dockerfile:3:18")
-    (plan,) = _docker("FROM x\nCMD vllm serve m --max-model-len 100")
+    (plan,) = plans_of("FROM x\nCMD vllm serve m --max-model-len 100", "Dockerfile")
     assert (plan.label, plan.settings["max_model_len"].value) == ("Dockerfile line 2 (vllm serve)", 100)
-    (plan,) = _docker("FROM x\nCMD vllm serve m \\\n    --max-model-len 100")  # a continued last line
+    (plan,) = plans_of("FROM x\nCMD vllm serve m \\\n    --max-model-len 100", "Dockerfile")  # a continued last line
     assert (plan.settings["max_model_len"].value, str(plan.settings["max_model_len"].prov)) == (100, "Dockerfile:3:5")

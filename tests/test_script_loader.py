@@ -91,11 +91,17 @@ def test_removing_a_flag_takes_its_line_and_keeps_the_continuations():
     assert apply_edits(text, fix.edits) == "vllm serve m \\\n  --swap-space 4\n"
 
 
-def test_exported_variable_is_removed_with_its_export():
-    text = "export VLLM_ATTENTION_BACKEND=FLASHINFER\nvllm serve m\n"
+@pytest.mark.parametrize("text, want", [
+    # the only exported variable: the export goes with it
+    ("export VLLM_ATTENTION_BACKEND=FLASHINFER\nvllm serve m\n", "vllm serve m\n"),
+    # one of two: the export stays with the other
+    ("export HF_HOME=/models VLLM_ATTENTION_BACKEND=FLASHINFER\nvllm serve m\n",
+     "export HF_HOME=/models\nvllm serve m\n"),
+])
+def test_exported_variable_is_removed_with_its_export(text, want):
     (plan,) = plans_of(text)
     fix = edit.remove(plan.env["VLLM_ATTENTION_BACKEND"], "remove it")
-    assert apply_edits(text, fix.edits) == "vllm serve m\n"
+    assert apply_edits(text, fix.edits) == want
 
 
 def test_dockerfile_exec_form_items_sit_where_written():

@@ -357,13 +357,6 @@ def _build_groups(model, layers, mode, qdtype, dispatch, state):
 FUSE_NORM_FAMILIES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
 
 
-def _llama_rms_norm(x, weight, eps):
-    """transformers' LlamaRMSNorm.forward (5.x), the formula the fused kernel's ``y_out`` follows."""
-    v = x.float()
-    v = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + eps)
-    return weight * v.to(x.dtype)
-
-
 def _norm_eps(norm):
     for attr in ("variance_epsilon", "eps"):
         v = getattr(norm, attr, None)
@@ -378,6 +371,8 @@ def _is_llama_rms_norm(norm, K: int) -> bool:
     w, eps = getattr(norm, "weight", None), _norm_eps(norm)
     if not isinstance(w, torch.Tensor) or w.dim() != 1 or w.shape[0] != K or eps is None:
         return False
+    from sits_doctor.kernels.norm_quant import llama_rms_norm
+
     g = torch.Generator().manual_seed(0)
     x = torch.randn(3, K, generator=g).to(device=w.device, dtype=w.dtype) * 2
     with torch.no_grad():
@@ -385,7 +380,7 @@ def _is_llama_rms_norm(norm, K: int) -> bool:
             got = norm(x)
         except Exception:  # noqa: BLE001 - a module that cannot take [rows, K] is not one
             return False
-        want = _llama_rms_norm(x, w, eps)
+        want = llama_rms_norm(x, w, eps)
     return isinstance(got, torch.Tensor) and got.shape == want.shape and torch.allclose(
         got.float(), want.float(), rtol=1e-2, atol=1e-5)
 

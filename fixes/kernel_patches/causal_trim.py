@@ -158,9 +158,8 @@ class PaddedCausal:
     [B, 1, q_len, kv_len] mask transformers' sdpa path would have had. ``shape`` / ``ndim`` describe
     that mask without building it."""
 
-    routed = False  # True: the mask function already routed every call of this forward to sdpa
-
-    def __init__(self, bounds_q, bounds_k, shape, build):
+    def __init__(self, bounds_q, bounds_k, shape, build, *, routed: bool = False):
+        self.routed = routed  # True: the mask function already sent every call of this forward to sdpa
         self.bounds_q = bounds_q
         self.bounds_k = bounds_k
         self.shape = torch.Size(shape)
@@ -347,11 +346,9 @@ def mask_function(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask
         # A decode step whose every call the policy sends to sdpa, padded or not: transformers' own
         # mask (is_causal skip included), built on first use — the unpatched model's work, without
         # finding the padding runs first (one host sync and ~15 small launches per step)
-        routed = PaddedCausal(None, None, (batch_size, 1, q_length, kv_length), lambda: sdpa_mask(
+        return PaddedCausal(None, None, (batch_size, 1, q_length, kv_length), lambda: sdpa_mask(
             batch_size, q_length, kv_length, q_offset, kv_offset, mask_function, attention_mask,
-            local_size=local_size, allow_is_causal_skip=allow_is_causal_skip, **kwargs))
-        routed.routed = True
-        return routed
+            local_size=local_size, allow_is_causal_skip=allow_is_causal_skip, **kwargs), routed=True)
     padding = prepare_padding_mask(attention_mask, kv_length, kv_offset)
     if padding is None:
         return None

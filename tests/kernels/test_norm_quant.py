@@ -30,6 +30,7 @@ import torch
 from sits_doctor.kernels.act_quant import QMAX, SCALE_MIN, quantize_per_token
 from sits_doctor.kernels.norm_quant import (
     compare_with_reference,
+    llama_rms_norm,
     norm_quant_reference,
     rms_norm_quant,
     torch_norm_quant,
@@ -287,14 +288,6 @@ def test_comparison_rejects_one_step_off_away_from_a_tie():
     assert not compare_with_reference((q, s * (1 + 1e-4)), x, w, EPS, I8)["ok"]
 
 
-def _llama_rms_norm(x, weight, eps):
-    """transformers' LlamaRMSNorm.forward, written out: fp32 norm, rounded to x's dtype, times the
-    weight in that dtype."""
-    v = x.float()
-    v = v * torch.rsqrt(v.pow(2).mean(-1, keepdim=True) + eps)
-    return weight.to(x.dtype) * v.to(x.dtype)
-
-
 @pytest.mark.parametrize("in_dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("block_k", [None, 16])  # one tile, and the two-pass path
 def test_y_out_is_the_llama_rms_norm_and_leaves_q_unchanged(in_dtype, block_k):
@@ -305,7 +298,7 @@ def test_y_out_is_the_llama_rms_norm_and_leaves_q_unchanged(in_dtype, block_k):
     q, s = rms_norm_quant(x, w, 1e-5, torch.int8, y_out=y, block_k=block_k)
     q0, s0 = rms_norm_quant(x, w, 1e-5, torch.int8, block_k=block_k)
     assert torch.equal(q, q0) and torch.equal(s, s0)  # the quantized output does not depend on y_out
-    want = _llama_rms_norm(x, w, 1e-5)
+    want = llama_rms_norm(x, w, 1e-5)
     # one rounding step of bf16 / fp16 at most; fp32 a few (torch's rsqrt, whose error is not
     # specified, against the kernel's correctly rounded 1 / sqrt_rn, then two multiplies)
     ulps = 4 if in_dtype == torch.float32 else 1
@@ -324,7 +317,7 @@ def test_y_out_with_residual_and_validation():
     y = torch.empty_like(x)
     q, s, res = rms_norm_quant(x, w, 1e-6, torch.int8, residual=r, y_out=y)
     assert torch.equal(res, x + r)
-    want = _llama_rms_norm(x + r, w, 1e-6)
+    want = llama_rms_norm(x + r, w, 1e-6)
     assert (y == want).float().mean() > 0.95
     with pytest.raises(ValueError, match="y_out"):
         rms_norm_quant(x, w, 1e-6, torch.int8, y_out=torch.empty(4, 40))  # fp32, not x's dtype

@@ -168,11 +168,10 @@ def test_family_patched_matches_unpatched_and_counts_fallbacks(family, probe):
     assert torch.equal(_forward(m, ids, mask), ref)  # unpatched again, bit for bit
 
 
-def test_sliding_window_everywhere_falls_back_and_is_counted(probe):
-    """Mistral-7B-v0.1 style (sliding_window on every layer, shorter than the sequences): causal_trim
-    applies, hands every call to transformers' sdpa path and counts it; the outputs are unchanged."""
-    m = _fresh("mistral_sliding")
-    assert causal_trim.sliding_layers(m) == [0, 1]
+def _causal_trim_matches_unpatched(m, probe):
+    """Patch ``m`` with causal_trim (verified within EXACT); the padded batch's forward and a
+    generate() of the left-padded prompts then equal the unpatched model's. Returns the PatchSet,
+    for the caller to inspect and unpatch (unpatched here if an assertion fails)."""
     ids, mask = _padded_batch()
     gids, gmask = _prompts()
     ref = _forward(m, ids, mask)
@@ -184,6 +183,19 @@ def test_sliding_window_everywhere_falls_back_and_is_counted(probe):
         seq, logits = _generate(m, gids, gmask)
         assert _rel(got, ref) <= EXACT and torch.equal(seq, ref_seq)
         assert _rel(logits, ref_logits) <= EXACT
+    except BaseException:
+        unpatch(ps)
+        raise
+    return ps
+
+
+def test_sliding_window_everywhere_falls_back_and_is_counted(probe):
+    """Mistral-7B-v0.1 style (sliding_window on every layer, shorter than the sequences): causal_trim
+    applies, hands every call to transformers' sdpa path and counts it; the outputs are unchanged."""
+    m = _fresh("mistral_sliding")
+    assert causal_trim.sliding_layers(m) == [0, 1]
+    ps = _causal_trim_matches_unpatched(m, probe)
+    try:
         assert ps.fallbacks() == {"causal_trim": {"sliding_window": (1 + NEW) * 2}}
         assert ps.fallback_report() == f"causal_trim: sliding_window: {(1 + NEW) * 2} calls"
         assert not ps["causal_trim"].info["calls"]["kernel"]
@@ -199,17 +211,10 @@ def test_sliding_layers_take_the_kernel_while_the_window_holds_every_key(window,
     path, counted. Outputs equal the unpatched model's either way."""
     torch.manual_seed(0)
     m = transformers.MistralForCausalLM(transformers.MistralConfig(**BASE, sliding_window=window)).eval()
-    ids, mask = _padded_batch()  # 10 keys
-    gids, gmask = _prompts()  # 8 keys, then decode steps over 9 and 10 keys
-    ref = _forward(m, ids, mask)
-    ref_seq, ref_logits = _generate(m, gids, gmask)
-    ps = patch(m, ["causal_trim"], probe=probe)  # the probe's 9 keys: every call on the kernel
+    # the padded batch has 10 keys; the prompts 8, then decode steps over 9 and 10 keys; the
+    # probe's 9 keys put every verification call on the kernel
+    ps = _causal_trim_matches_unpatched(m, probe)
     try:
-        assert ps["causal_trim"].error <= EXACT
-        got = _forward(m, ids, mask)
-        seq, logits = _generate(m, gids, gmask)
-        assert _rel(got, ref) <= EXACT and torch.equal(seq, ref_seq)
-        assert _rel(logits, ref_logits) <= EXACT
         keys = [10, 8] + [8 + i for i in range(1, NEW)]  # the forward, generate's prefill, its decode steps
         inside = sum(k < window for k in keys)
         calls = {k: v for k, v in ps["causal_trim"].info["calls"].items() if v}
