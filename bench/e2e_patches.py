@@ -354,15 +354,17 @@ def _gen_fn(model, ids, mask=None, new=None):
 
 def timed_ab(fn, twin_fn, reps, warm) -> dict:
     """``fn`` (the row's model) and ``twin_fn`` (an unpatched copy of the same weights) timed in
-    turn, twin first in each pair: drifts of the host hit both alike. Returns both sample lists
-    and the median of the per-pair ratios twin / row (> 1: the row is faster)."""
+    turn, twin first in even pairs and second in odd ones (ABBA: a steady drift of the host hits
+    both alike, and going first or second favours neither). Returns both sample lists and the
+    median of the per-pair ratios twin / row (> 1: the row is faster)."""
     for _ in range(warm):
         twin_fn()
         fn()
     sync()
     ts, tw, cs, cw, steal = [], [], [], [], []
-    for _ in range(reps):
-        for f, acc, cpu in ((twin_fn, tw, cw), (fn, ts, cs)):
+    for i in range(reps):
+        pair = ((twin_fn, tw, cw), (fn, ts, cs))
+        for f, acc, cpu in (pair if i % 2 == 0 else pair[::-1]):
             sync()
             st0 = _steal()
             c = time.thread_time()
@@ -658,8 +660,7 @@ def main() -> None:
                     help="profile this many decode steps of generate per row (0: no profile)")
     ap.add_argument("--gen-reps", type=int, default=GEN_REPS[0], help="timed pairs per generate column")
     ap.add_argument("--gen-new", type=int, default=GEN_NEW,
-                    help="new tokens per generate() call (estimated, not yet run: 32 with --gen-reps 4 "
-                         "brings every row and column under one 10-minute device call)")
+                    help="new tokens per generate() call")
     ap.add_argument("--profile-python", action="store_true", help="add a cProfile view to --profile-tokens")
     ap.add_argument("--no-selfcheck", action="store_true", help="skip the GPU self-check")
     ap.add_argument("--no-accuracy", action="store_true", help="skip the act_calib accuracy part")
