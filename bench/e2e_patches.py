@@ -1,6 +1,6 @@
 """End-to-end speed of the kernel patches on a Llama-3.1-8B-shaped model with random bf16 weights.
 
-    python bench/e2e_patches.py --out DIR          # one GPU (bf16, ~60 GB with the twin), ~12 minutes
+    python bench/e2e_patches.py --out DIR          # one GPU (bf16, ~60 GB with the twin); see below for time
 
 Nothing is downloaded: the model is ``LlamaForCausalLM(config)`` from
 fixtures/hf/llama-3.1-8b-instruct/config.json, initialised randomly on the GPU in bf16 under a
@@ -21,16 +21,23 @@ fixed seed. One run does, in order:
    with a fresh DynamicCache, as generate's prefill), a left-padded batch of 8 prompts of mixed
    lengths, ``generate()`` at batch 1 and of a left-padded batch of 8 (greedy, no early stop).
    Prefill: median of 5 (16k: 3) after warm-up runs, against the unpatched rows' pooled median.
-   generate: host-bound here, and the host's speed drifts from second to second, so each row is
-   timed in turn with an unpatched copy of the same weights (the "twin"; one warm-up pair, then
-   ``--gen-reps`` pairs) and reported as the median of the per-pair ratios; the unpatched row
-   against its twin is the A/A control. ``--profile-tokens N`` adds per-decode-step counts
+   generate: host-bound here, and the host's speed drifts within a second, so each row is timed
+   against an unpatched copy of the same weights (the "twin"): by default the two generate()
+   calls take turns token by token in two threads (``--ab step``, see ``_Lockstep``) and the
+   figure is the twin's summed step time over the row's, with a 95% bootstrap interval over step
+   pairs; ``--ab call`` times whole calls in turn instead (median of the per-pair ratios). One
+   warm-up pair, then ``--gen-reps`` pairs. The unpatched row against its twin is the A/A control. ``--profile-tokens N`` adds per-decode-step counts
    (kernels, CUDA runtime calls, host syncs) from torch.profiler. Unpatched sdpa = 1.00x; eager
    for scale.
 3. **act_calib accuracy**: logits of an evaluation batch against the unpatched model, with
    dynamic per-token scales and with static scales calibrated on a different batch.
 
 Writes DIR/e2e.json and prints the tables (markdown).
+
+Time on the lent H200 (2026-12-02): every row with ``--ab call --gen-new 32 --gen-reps 6``, 400 s.
+With ``--ab step`` each generate column took about 80-90 s per row at 64 new tokens and 5 pairs,
+so the default run takes about 25 minutes: split it with ``--rows`` / ``--columns`` to fit a
+10-minute call.
 """
 
 from __future__ import annotations
@@ -79,6 +86,7 @@ PAD_GEN = [512, 448, 384, 320, 256, 192, 128, 64]  # padded batch-8 generate
 GEN_PROMPT, GEN_NEW = 512, 64
 GEN_REPS = [5, 1]  # generate: timed pairs, warm-up pairs (--gen-reps)
 PROFILE_PYTHON = [False]  # --profile-python
+AB_METHOD = ["step"]  # --ab: "step" (lockstep, token by token) or "call" (whole generate() calls in turn)
 T0 = time.time()
 LOG: list[str] = []
 
@@ -349,7 +357,64 @@ COLUMNS = ("prefill_4k", "prefill_16k", "prefill_pad8", "generate_b1", "generate
 def _gen_fn(model, ids, mask=None, new=None):
     n = GEN_NEW if new is None else new
     kw = dict(max_new_tokens=n, min_new_tokens=n, do_sample=False, pad_token_id=0)
-    return lambda: model.generate(ids, attention_mask=mask if mask is not None else torch.ones_like(ids), **kw)
+    return lambda streamer=None: model.generate(ids, attention_mask=mask if mask is not None else torch.ones_like(ids),
+                                                streamer=streamer, **kw)
+
+
+class _TurnStreamer:
+    """A generate() streamer (``put``/``end``, transformers' BaseStreamer interface) that hands the
+    host to the other generate() of a lockstep pair at every token and times its own turns.
+    generate() calls ``put`` with the prompt before prefill, then once per new token (after
+    ``.cpu()`` of the token: the step's device work is done); a turn is the time from taking the
+    host back to the next ``put``, so turn 1 is prefill + first token and the rest are decode steps."""
+
+    def __init__(self, pair: "_Lockstep", me: int):
+        self.pair, self.me, self.t0 = pair, me, None
+
+    def put(self, value) -> None:
+        if self.t0 is not None:
+            self.pair.turns[self.me].append(time.perf_counter() - self.t0)
+        self.pair.sem[1 - self.me].release()
+        if not self.pair.failed and not self.pair.sem[self.me].acquire(timeout=300):
+            raise RuntimeError("lockstep: the other generate() stopped")
+        self.t0 = time.perf_counter()
+
+    def end(self) -> None:
+        self.pair.sem[1 - self.me].release()
+
+
+class _Lockstep:
+    """Two generate() calls, one per thread, taking turns token by token: model 0's step 1, model
+    1's step 1, model 0's step 2, ... Each step of one is timed next to the same step of the other,
+    tens of milliseconds apart, so the host's drifts in speed hit both alike. The threads inherit
+    the main thread's CPU (``--pin``) and use the same CUDA stream; only one runs at a time."""
+
+    def __init__(self, fns, first: int):
+        import threading
+
+        self.sem = (threading.Semaphore(0), threading.Semaphore(0))
+        self.turns: tuple[list[float], list[float]] = ([], [])
+        self.failed = False  # one generate() raised: the other runs on without waiting for turns
+        errors = []
+
+        def work(i):
+            try:
+                if not self.sem[i].acquire(timeout=300):
+                    raise RuntimeError("lockstep: never got the host")
+                fns[i](streamer=_TurnStreamer(self, i))
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                errors.append(exc)
+                self.failed = True
+                self.sem[1 - i].release()
+
+        threads = [threading.Thread(target=work, args=(i,)) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        self.sem[first].release()
+        for t in threads:
+            t.join()
+        if errors:
+            raise errors[0]
 
 
 def timed_ab(fn, twin_fn, reps, warm) -> dict:
@@ -381,6 +446,40 @@ def timed_ab(fn, twin_fn, reps, warm) -> dict:
             # the main thread's CPU time: what the host spent, without time it was not running
             "cpu_s": cs, "twin_cpu_s": cw, "cpu_pair_ratios": cpu_ratios,
             "cpu_ab_ratio": statistics.median(cpu_ratios), "steal_ticks": steal}
+
+
+def timed_lockstep(fn, twin_fn, reps, warm, seed=0) -> dict:
+    """``fn`` (the row's model) and ``twin_fn`` (an unpatched copy of the same weights) generate in
+    lockstep (``_Lockstep``); the twin goes first in even reps, the row in odd ones. Per rep: the
+    sum of each one's turns; overall: twin turns / row turns summed over every rep (the tokens/s
+    ratio, > 1: the row is faster), the median of the per-step ratios, and a 95% bootstrap
+    interval of the overall ratio over step pairs."""
+    import random
+
+    for i in range(warm):
+        _Lockstep((twin_fn, fn), first=i % 2)
+    sync()
+    ts, tw, steps = [], [], []
+    for i in range(reps):
+        sync()
+        pair = _Lockstep((twin_fn, fn), first=i % 2)
+        sync()
+        a, b = pair.turns
+        if len(a) != len(b) or not a:
+            raise RuntimeError(f"lockstep: {len(a)} turns against {len(b)}")
+        tw.append(sum(a))
+        ts.append(sum(b))
+        steps.extend(zip(a, b))
+    decode = [(a, b) for k, (a, b) in enumerate(steps) if k % len(pair.turns[0])]  # turn 1 holds prefill
+    rng = random.Random(seed)
+    boot = sorted(sum(a for a, _ in pick) / sum(b for _, b in pick)
+                  for pick in ([rng.choice(steps) for _ in steps] for _ in range(1000)))
+    return {"s": statistics.median(ts), "all_s": ts, "twin_s": tw,
+            "pair_ratios": [a / b for a, b in zip(tw, ts)],
+            "ab_ratio": sum(tw) / sum(ts), "ab_ci95": [boot[25], boot[974]],
+            "step_ratio_median": statistics.median(a / b for a, b in steps),
+            "decode_ratio": sum(a for a, _ in decode) / sum(b for _, b in decode),
+            "turns_per_call": len(pair.turns[0]), "method": "lockstep"}
 
 
 def _steal() -> int:
@@ -419,7 +518,7 @@ def run_row(model, data, quick=False, prefill_only=False, twin=None, columns=COL
             continue
         try:
             if twin_fn is not None:
-                res[col] = timed_ab(fn, twin_fn, reps, warm)
+                res[col] = (timed_lockstep if AB_METHOD[0] == "step" else timed_ab)(fn, twin_fn, reps, warm)
             else:
                 med, ts = timed(fn, reps, warm)
                 res[col] = {"s": med, "all_s": ts}
@@ -428,9 +527,13 @@ def run_row(model, data, quick=False, prefill_only=False, twin=None, columns=COL
         except torch.OutOfMemoryError as exc:
             res[col] = {"error": f"OOM: {str(exc)[:120]}"}
             torch.cuda.empty_cache()
-        log(f"   {col}: {res[col].get('s', res[col].get('error'))}"
-            + (f" (A/B ratio {res[col]['ab_ratio']:.3f}, CPU time {res[col]['cpu_ab_ratio']:.3f}, "
-               f"steal {res[col]['steal_ticks']})" if "ab_ratio" in res[col] else ""))
+        r = res[col]
+        log(f"   {col}: {r.get('s', r.get('error'))}"
+            + (f" (A/B ratio {r['ab_ratio']:.3f}, CPU time {r['cpu_ab_ratio']:.3f}, steal {r['steal_ticks']})"
+               if "cpu_ab_ratio" in r else "")
+            + (f" (lockstep A/B {r['ab_ratio']:.3f}, 95% {r['ab_ci95'][0]:.3f}-{r['ab_ci95'][1]:.3f}, decode "
+               f"{r['decode_ratio']:.3f}, step median {r['step_ratio_median']:.3f}, reps "
+               + " ".join(f"{x:.3f}" for x in r["pair_ratios"]) + ")" if r.get("method") == "lockstep" else ""))
     return res
 
 
@@ -661,6 +764,9 @@ def main() -> None:
     ap.add_argument("--gen-reps", type=int, default=GEN_REPS[0], help="timed pairs per generate column")
     ap.add_argument("--gen-new", type=int, default=GEN_NEW,
                     help="new tokens per generate() call")
+    ap.add_argument("--ab", choices=["step", "call"], default="step",
+                    help="generate A/B against the twin: 'step' (the two generate() calls take turns token by "
+                         "token, each in its own thread) or 'call' (whole calls in turn, ABBA)")
     ap.add_argument("--profile-python", action="store_true", help="add a cProfile view to --profile-tokens")
     ap.add_argument("--no-selfcheck", action="store_true", help="skip the GPU self-check")
     ap.add_argument("--no-accuracy", action="store_true", help="skip the act_calib accuracy part")
@@ -692,6 +798,7 @@ def main() -> None:
     GEN_REPS[0] = args.gen_reps
     globals()["GEN_NEW"] = args.gen_new  # read by _gen_fn, run_row and the table
     PROFILE_PYTHON[0] = args.profile_python
+    AB_METHOD[0] = args.ab
     rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
     twin = None
     if not args.no_twin and any(c.startswith("generate") for c in columns):

@@ -1,13 +1,19 @@
 """Kernel benchmark: correctness on the GPU first, then our kernels against the best peers on the
 same GPU in the same run.
 
-    python bench/kernels.py [--out DIR] [--quick]
+    python bench/kernels.py [--out DIR] [--quick] [--budget-s 480]
     python bench/kernels.py --only attention [--sweep] --out DIR   # decode + chunked prefill only
 
 Prints a table and writes ``kernels.json`` and ``kernels.md`` (GPU, driver, torch/triton
 versions, git commit, shapes, medians) under ``--out`` (default: bench/results/). Timing:
 ``triton.testing.do_bench`` medians (CUDA events, warm-up first). FLOP and byte counts are the
 useful work: causal attention counts only visible (query, key) pairs, 4·D FLOPs each.
+
+Every timed row and check is printed as one JSON line as soon as it exists, and the full run
+saves ``kernels.json`` after each of its parts. On a fresh machine most of the first minutes go
+to Triton compiling every autotune config of every key. On the lent H200 (2026-12-02) the full
+run printed no row within 330 s, before these parts and this printing existed, so budget a whole
+10-minute call for it.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import math
 import platform
 import subprocess
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -167,6 +174,7 @@ def _time(case, name, fn, *, flops=None, nbytes=None, graph=False, rep=200) -> d
         row["TFLOPs"] = flops / (t * 1e-3) / 1e12
     if nbytes:
         row["TBps"] = nbytes / (t * 1e-3) / 1e12
+    print(json.dumps(row), flush=True)  # as it goes: a run cut short still shows what it measured
     return row
 
 
@@ -206,6 +214,7 @@ def check_attention_paths(dev) -> list[dict]:
             rows.append({"check": label, "shape": list(shape), "dtype": str(dtype).removeprefix("torch."),
                          "rel_err": float("nan"), "rel_err_lse": float("nan"), "ok": False,
                          "error": f"{type(exc).__name__}: {exc}"[:300]})
+            print(json.dumps(rows[-1]), flush=True)
             return
         finally:
             torch.empty, torch.empty_like = real_empty, real_empty_like
@@ -215,6 +224,7 @@ def check_attention_paths(dev) -> list[dict]:
         ok = err <= tol and err_l <= max(tol, 1e-4)
         rows.append({"check": label, "shape": list(shape), "dtype": str(dtype).removeprefix("torch."),
                      "rel_err": err, "rel_err_lse": err_l, "ok": ok})
+        print(json.dumps(rows[-1]), flush=True)
 
     decode_shapes = [(1, 32, 8, 1, 8192, 128), (3, 32, 8, 1, 4097, 128), (3, 8, 8, 1, 4097, 64),
                      (2, 32, 4, 1, 1000, 128), (2, 16, 4, 5, 3001, 128), (3, 32, 8, 2, 77, 128),
@@ -475,6 +485,13 @@ def targets(rows: list[dict], ceil: dict) -> list[str]:
     return lines
 
 
+def autotuned() -> dict:
+    """The config the autotuner chose for each key of the prefill kernel seen so far (its key
+    tuple as text), so a results file says which tiles produced its figures."""
+    cache = getattr(getattr(attention, "_causal_trim_fwd", None), "cache", None) or {}
+    return {str(k): str(c) for k, c in cache.items()}
+
+
 def environment() -> dict:
     sha = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,clocks.max.sm", "--format=csv,noheader"],
@@ -503,6 +520,8 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", choices=["rope", "act_quant", "attention"], help="time one kernel module's cases only")
     ap.add_argument("--sweep", action="store_true", help="with --only attention: also time the variants")
+    ap.add_argument("--budget-s", type=float, default=480.0,
+                    help="start no new part of the full run after this many seconds (a device call has 600)")
     args = ap.parse_args()
     dev = torch.device("cuda")
     torch.manual_seed(0)
@@ -516,11 +535,35 @@ def main() -> None:
         print(f"copy {ceil['copy_TBps']:.2f} TB/s\n" + table(rows))
         print("\n".join(targets(rows, ceil)))
         return
-    checks = check_attention(dev, torch.bfloat16) + check_attention(dev, torch.float32)
-    selfchecks = self_checks(dev)
-    rows = bench_attention(dev, torch.bfloat16, args.quick) + extra_cases(dev)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "kernels.json").write_text(json.dumps({"env": env, "ceilings": ceil, "checks": checks, "selfchecks": selfchecks, "rows": rows}, indent=2))
+    checks, selfchecks, rows, stages = [], [], [], {}
+    t0 = time.perf_counter()
+
+    def stage(name, fn, into):
+        """One part of the run, logged with its time and saved as soon as it ends: a run cut short
+        (a fresh machine compiles every autotune config of every key, minutes on a slow host)
+        keeps what it measured. Past --budget-s the remaining parts are skipped, and said so."""
+        if time.perf_counter() - t0 > args.budget_s:
+            stages[name] = "skipped: time budget"
+            print(f"[{time.perf_counter() - t0:6.1f}s] skip {name}", flush=True)
+            return
+        print(f"[{time.perf_counter() - t0:6.1f}s] {name}", flush=True)
+        t = time.perf_counter()
+        into.extend(fn())
+        stages[name] = round(time.perf_counter() - t, 1)
+        save()
+
+    def save():
+        (args.out / "kernels.json").write_text(json.dumps(
+            {"env": env, "ceilings": ceil, "stages_s": stages, "checks": checks, "selfchecks": selfchecks,
+             "rows": rows, "autotuned": autotuned()}, indent=2))
+
+    stage("correctness bf16", lambda: check_attention(dev, torch.bfloat16), checks)
+    stage("device self-checks", lambda: self_checks(dev), selfchecks)
+    stage("attention timing", lambda: bench_attention(dev, torch.bfloat16, args.quick), rows)
+    stage("rope and act_quant timing", lambda: extra_cases(dev), rows)
+    stage("correctness fp32", lambda: check_attention(dev, torch.float32), checks)
+    save()
     md = [
         f"# Kernel benchmark on {env['gpu']}",
         "",
@@ -533,6 +576,8 @@ def main() -> None:
         "",
         "Correctness of causal_trim on the GPU (relative error; shape = B, Hq, Hk, Sq, Sk, D): "
         + "; ".join(f"{c['dtype']} {c['shape']}: {c['rel_err_vs_fp64']:.1e} vs fp64, {c['rel_err_vs_sdpa']:.1e} vs SDPA" for c in checks),
+        "",
+        f"Seconds per part of the run: {stages}.",
         "",
         "Targets (issue 3), from this run:",
         "",

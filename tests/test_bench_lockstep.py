@@ -1,0 +1,112 @@
+"""bench/e2e_patches.py's lockstep timing: two generate() calls taking turns token by token.
+
+The generate columns of the end-to-end results are computed from these turns, so the hand-over
+has to alternate strictly, time only a model's own work, and never hang when one side fails."""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+
+def _load_bench():
+    """bench/e2e_patches.py as a module, leaving sys.path as it was (the script puts the repository
+    root first, where ``kernels`` is the source folder, not sits_doctor.kernels)."""
+    import importlib.util
+
+    saved = list(sys.path)
+    try:
+        spec = importlib.util.spec_from_file_location("e2e_patches_under_test", REPO / "bench" / "e2e_patches.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path[:] = saved
+
+
+bench = _load_bench()
+
+
+def fake_generate(log, name, tokens, work_s=0.0):
+    """What generate() does with a streamer: put(prompt), then put(token) after each step."""
+    def fn(streamer=None):
+        streamer.put(f"{name} prompt")
+        for i in range(tokens):
+            log.append((name, i, threading.get_ident()))
+            time.sleep(work_s)
+            streamer.put(f"{name} {i}")
+        streamer.end()
+    return fn
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_turns_alternate_strictly_and_first_goes_first(first):
+    log = []
+    pair = bench._Lockstep((fake_generate(log, "a", 5), fake_generate(log, "b", 5)), first=first)
+    names = [n for n, _, _ in log]
+    lead, other = ("a", "b") if first == 0 else ("b", "a")
+    assert names == [lead, other] * 5
+    assert [i for _, i, _ in log] == [i for i in range(5) for _ in (0, 1)]
+    assert len({t for _, _, t in log}) == 2  # one thread per model
+    assert [len(t) for t in pair.turns] == [5, 5]
+
+
+def test_a_turn_times_only_its_own_work():
+    log = []
+    pair = bench._Lockstep((fake_generate(log, "a", 4, work_s=0.02), fake_generate(log, "b", 4, work_s=0.0)),
+                           first=0)
+    slow, fast = pair.turns
+    assert min(slow) >= 0.02  # the sleep is inside a's turns
+    assert max(fast) < 0.015  # and none of it in b's, which ran between them
+
+
+@pytest.mark.parametrize("broken", [0, 1])
+@pytest.mark.parametrize("first", [0, 1])
+def test_a_failing_side_raises_and_the_other_is_not_left_waiting(broken, first):
+    def boom(streamer=None):
+        streamer.put("prompt")
+        raise ValueError("boom")
+
+    fns = [fake_generate([], "ok", 6), fake_generate([], "ok", 6)]
+    fns[broken] = boom
+    t = time.perf_counter()
+    with pytest.raises(ValueError, match="boom"):
+        bench._Lockstep(tuple(fns), first=first)
+    assert time.perf_counter() - t < 30  # far under the 300 s hand-over timeout
+
+
+def test_timed_lockstep_on_tiny_llama(monkeypatch):
+    """Real generate() calls: the same tokens as without the lockstep, one turn per new token,
+    and ratios computed from the turns."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    monkeypatch.setattr(bench, "sync", lambda: None)  # CPU
+    cfg = json.loads((REPO / "fixtures" / "hf" / "tiny-random-llama" / "config.json").read_text())
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**cfg)).eval()
+    twin = copy.deepcopy(model)
+    ids = torch.randint(3, 100, (2, 9))
+    mask = torch.ones_like(ids)
+    mask[1, :3] = 0
+    alone = bench._gen_fn(model, ids * mask, mask, new=5)()
+    outs = []
+    bench._Lockstep((lambda streamer=None: outs.append(bench._gen_fn(twin, ids * mask, mask, new=5)(streamer)),
+                     lambda streamer=None: outs.append(bench._gen_fn(model, ids * mask, mask, new=5)(streamer))),
+                    first=1)
+    assert all(torch.equal(o, alone) for o in outs)
+    r = bench.timed_lockstep(bench._gen_fn(model, ids, new=5), bench._gen_fn(twin, ids, new=5), reps=3, warm=1)
+    assert r["turns_per_call"] == 5 and r["method"] == "lockstep"
+    assert len(r["all_s"]) == len(r["twin_s"]) == len(r["pair_ratios"]) == 3
+    assert r["ab_ratio"] == pytest.approx(sum(r["twin_s"]) / sum(r["all_s"]))
+    assert 0 < r["ab_ci95"][0] <= r["ab_ci95"][1]
+    assert 0 < r["decode_ratio"] and 0 < r["step_ratio_median"]
