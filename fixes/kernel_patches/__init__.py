@@ -19,8 +19,9 @@ Patches (one module each, ``apply(model, **options) -> Patch``, ``Patch.revert()
 Families: llama, mistral, qwen2, qwen3, gemma3_text (all three patches; causal_trim runs a
 sliding-window layer's calls on the kernel while its keys are fewer than the window, and hands the
 rest to transformers' sdpa, counted); tests/kernels/test_patch_families.py.
-End-to-end speed on the H200: bench/results/e2e-patches-h200-2026-12-01.md (prefill) and
-e2e-generate-h200-2026-12-02.md (generate, against an unpatched twin); bench/e2e_patches.py.
+End-to-end speed on the H200: bench/results/e2e-patches-h200-2026-12-02.md (every column in one
+run; generate token by token against an unpatched twin) and e2e-generate-h200-2026-12-02.md
+(kernels and syncs per decode step); bench/e2e_patches.py.
 
 Every patch is reversible and idempotent, refuses models it does not fit with
 :class:`PatchRefused` (a reason, and the measured error when verification failed), and is kept
