@@ -369,15 +369,18 @@ class _TurnStreamer:
     host back to the next ``put``, so turn 1 is prefill + first token and the rest are decode steps."""
 
     def __init__(self, pair: "_Lockstep", me: int):
-        self.pair, self.me, self.t0 = pair, me, None
+        self.pair, self.me, self.t0, self.c0 = pair, me, None, None
 
     def put(self, value) -> None:
         if self.t0 is not None:
             self.pair.turns[self.me].append(time.perf_counter() - self.t0)
+            # the thread's own CPU time in the turn: equal to the wall time when the turn only
+            # computes, less when it waits (a lock, the GIL, the device)
+            self.pair.turns_cpu[self.me].append(time.thread_time() - self.c0)
         self.pair.sem[1 - self.me].release()
         if not self.pair.failed and not self.pair.sem[self.me].acquire(timeout=300):
             raise RuntimeError("lockstep: the other generate() stopped")
-        self.t0 = time.perf_counter()
+        self.t0, self.c0 = time.perf_counter(), time.thread_time()
 
     def end(self) -> None:
         self.pair.sem[1 - self.me].release()
@@ -394,6 +397,7 @@ class _Lockstep:
 
         self.sem = (threading.Semaphore(0), threading.Semaphore(0))
         self.turns: tuple[list[float], list[float]] = ([], [])
+        self.turns_cpu: tuple[list[float], list[float]] = ([], [])
         self.failed = False  # one generate() raised: the other runs on without waiting for turns
         errors = []
 
@@ -459,12 +463,14 @@ def timed_lockstep(fn, twin_fn, reps, warm, seed=0) -> dict:
     for i in range(warm):
         _Lockstep((twin_fn, fn), first=i % 2)
     sync()
-    ts, tw, steps = [], [], []
+    ts, tw, steps, cpu, wall = [], [], [], 0.0, 0.0
     for i in range(reps):
         sync()
         pair = _Lockstep((twin_fn, fn), first=i % 2)
         sync()
         a, b = pair.turns
+        cpu += sum(pair.turns_cpu[0]) + sum(pair.turns_cpu[1])
+        wall += sum(a) + sum(b)
         if len(a) != len(b) or not a:
             raise RuntimeError(f"lockstep: {len(a)} turns against {len(b)}")
         tw.append(sum(a))
@@ -479,7 +485,7 @@ def timed_lockstep(fn, twin_fn, reps, warm, seed=0) -> dict:
             "ab_ratio": sum(tw) / sum(ts), "ab_ci95": [boot[25], boot[974]],
             "step_ratio_median": statistics.median(a / b for a, b in steps),
             "decode_ratio": sum(a for a, _ in decode) / sum(b for _, b in decode),
-            "turns_per_call": len(pair.turns[0]), "method": "lockstep"}
+            "turns_per_call": len(pair.turns[0]), "turn_cpu_over_wall": cpu / wall, "method": "lockstep"}
 
 
 def _steal() -> int:
@@ -532,7 +538,8 @@ def run_row(model, data, quick=False, prefill_only=False, twin=None, columns=COL
             + (f" (A/B ratio {r['ab_ratio']:.3f}, CPU time {r['cpu_ab_ratio']:.3f}, steal {r['steal_ticks']})"
                if "cpu_ab_ratio" in r else "")
             + (f" (lockstep A/B {r['ab_ratio']:.3f}, 95% {r['ab_ci95'][0]:.3f}-{r['ab_ci95'][1]:.3f}, decode "
-               f"{r['decode_ratio']:.3f}, step median {r['step_ratio_median']:.3f}, reps "
+               f"{r['decode_ratio']:.3f}, step median {r['step_ratio_median']:.3f}, CPU/wall in turns "
+               f"{r['turn_cpu_over_wall']:.2f}, reps "
                + " ".join(f"{x:.3f}" for x in r["pair_ratios"]) + ")" if r.get("method") == "lockstep" else ""))
     return res
 

@@ -68,6 +68,8 @@ def test_a_turn_times_only_its_own_work():
     slow, fast = pair.turns
     assert min(slow) >= 0.02  # the sleep is inside a's turns
     assert max(fast) < 0.015  # and none of it in b's, which ran between them
+    assert [len(t) for t in pair.turns_cpu] == [4, 4]
+    assert max(pair.turns_cpu[0]) < 0.015  # a slept: wall time, not CPU time
 
 
 @pytest.mark.parametrize("broken", [0, 1])
@@ -110,3 +112,4 @@ def test_timed_lockstep_on_tiny_llama(monkeypatch):
     assert r["ab_ratio"] == pytest.approx(sum(r["twin_s"]) / sum(r["all_s"]))
     assert 0 < r["ab_ci95"][0] <= r["ab_ci95"][1]
     assert 0 < r["decode_ratio"] and 0 < r["step_ratio_median"]
+    assert 0 < r["turn_cpu_over_wall"] <= 1.05
