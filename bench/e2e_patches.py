@@ -23,7 +23,8 @@ fixed seed. One run does, in order:
    Prefill: median of 5 (16k: 3) after warm-up runs, against the unpatched rows' pooled median.
    generate: host-bound here, and the host's speed drifts within a second, so each row is timed
    against an unpatched copy of the same weights (the "twin"): by default the two generate()
-   calls take turns token by token in two threads (``--ab step``, see ``_Lockstep``) and the
+   calls take turns token by token (``--ab step``; as greenlets in one thread when greenlet is
+   installed, else as two threads: ``_Lockstep``, ``--switch``) and the
    figure is the twin's summed step time over the row's, with a 95% bootstrap interval over step
    pairs; ``--ab call`` times whole calls in turn instead (median of the per-pair ratios). One
    warm-up pair, then ``--gen-reps`` pairs. The unpatched row against its twin is the A/A control. ``--profile-tokens N`` adds per-decode-step counts
@@ -87,6 +88,7 @@ GEN_PROMPT, GEN_NEW = 512, 64
 GEN_REPS = [5, 1]  # generate: timed pairs, warm-up pairs (--gen-reps)
 PROFILE_PYTHON = [False]  # --profile-python
 AB_METHOD = ["step"]  # --ab: "step" (lockstep, token by token) or "call" (whole generate() calls in turn)
+SWITCH = [None]  # --switch: how the lockstep pair takes turns (None: greenlet if installed, else threads)
 T0 = time.time()
 LOG: list[str] = []
 
@@ -377,28 +379,45 @@ class _TurnStreamer:
             # the thread's own CPU time in the turn: equal to the wall time when the turn only
             # computes, less when it waits (a lock, the GIL, the device)
             self.pair.turns_cpu[self.me].append(time.thread_time() - self.c0)
-        self.pair.sem[1 - self.me].release()
-        if not self.pair.failed and not self.pair.sem[self.me].acquire(timeout=300):
-            raise RuntimeError("lockstep: the other generate() stopped")
+        self.pair.hand_over(self.me)
         self.t0, self.c0 = time.perf_counter(), time.thread_time()
 
     def end(self) -> None:
-        self.pair.sem[1 - self.me].release()
+        self.pair.finished(self.me)
+
+
+def _greenlet():
+    try:
+        import greenlet
+    except ImportError:
+        return None
+    return greenlet
 
 
 class _Lockstep:
-    """Two generate() calls, one per thread, taking turns token by token: model 0's step 1, model
-    1's step 1, model 0's step 2, ... Each step of one is timed next to the same step of the other,
-    tens of milliseconds apart, so the host's drifts in speed hit both alike. The threads inherit
-    the main thread's CPU (``--pin``) and use the same CUDA stream; only one runs at a time."""
+    """Two generate() calls taking turns token by token: model 0's step 1, model 1's step 1,
+    model 0's step 2, ... Each step of one is timed next to the same step of the other, tens of
+    milliseconds apart, so the host's drifts in speed hit both alike. Only one runs at a time.
 
-    def __init__(self, fns, first: int):
-        import threading
+    ``switch="greenlet"`` (the default when greenlet is installed) runs both in the calling thread,
+    as two greenlets; ``"thread"`` runs each in its own thread (they inherit the caller's CPU,
+    ``--pin``). On the lent H200 the thread form made every step about 3× slower than generate()
+    alone, cause not found (bench/results/e2e-patches-h200-2026-12-02.md); the greenlet form keeps
+    one OS thread, as generate() alone has."""
 
-        self.sem = (threading.Semaphore(0), threading.Semaphore(0))
+    def __init__(self, fns, first: int, switch: str | None = None):
         self.turns: tuple[list[float], list[float]] = ([], [])
         self.turns_cpu: tuple[list[float], list[float]] = ([], [])
         self.failed = False  # one generate() raised: the other runs on without waiting for turns
+        self.switch = switch or ("greenlet" if _greenlet() else "thread")
+        (self._greenlets if self.switch == "greenlet" else self._threads)(fns, first)
+
+    # ---- one thread per generate() --------------------------------------------------------
+    def _threads(self, fns, first):
+        import threading
+
+        self.sem = (threading.Semaphore(0), threading.Semaphore(0))
+        self.done = [False, False]
         errors = []
 
         def work(i):
@@ -419,6 +438,40 @@ class _Lockstep:
             t.join()
         if errors:
             raise errors[0]
+
+    # ---- both in this thread, as greenlets -------------------------------------------------
+    def _greenlets(self, fns, first):
+        greenlet = _greenlet()
+        grad = torch.is_grad_enabled()  # generate()'s no_grad is entered and left interleaved
+        self.lets = [greenlet.greenlet(lambda i=i: fns[i](streamer=_TurnStreamer(self, i))) for i in (0, 1)]
+        try:
+            self.lets[first].switch()  # returns when one of them has ended (or raised)
+            for g in self.lets:  # the other is parked in its last put: let it finish
+                if not g.dead:
+                    g.switch()
+        except BaseException:
+            self.failed = True
+            for g in self.lets:
+                if not g.dead:
+                    g.throw(greenlet.GreenletExit)  # unwinds its generate(); ends quietly
+            raise
+        finally:
+            torch.set_grad_enabled(grad)
+
+    def hand_over(self, me: int) -> None:
+        if self.switch == "greenlet":
+            other = self.lets[1 - me]
+            if not self.failed and not other.dead:
+                other.switch()
+            return
+        self.sem[1 - me].release()
+        if not self.failed and not self.done[1 - me] and not self.sem[me].acquire(timeout=300):
+            raise RuntimeError("lockstep: the other generate() stopped")
+
+    def finished(self, me: int) -> None:
+        if self.switch == "thread":
+            self.done[me] = True  # set before the release: the other never waits for an ended one
+            self.sem[1 - me].release()
 
 
 def timed_ab(fn, twin_fn, reps, warm) -> dict:
@@ -461,12 +514,12 @@ def timed_lockstep(fn, twin_fn, reps, warm, seed=0) -> dict:
     import random
 
     for i in range(warm):
-        _Lockstep((twin_fn, fn), first=i % 2)
+        _Lockstep((twin_fn, fn), first=i % 2, switch=SWITCH[0])
     sync()
     ts, tw, steps, cpu, wall = [], [], [], 0.0, 0.0
     for i in range(reps):
         sync()
-        pair = _Lockstep((twin_fn, fn), first=i % 2)
+        pair = _Lockstep((twin_fn, fn), first=i % 2, switch=SWITCH[0])
         sync()
         a, b = pair.turns
         cpu += sum(pair.turns_cpu[0]) + sum(pair.turns_cpu[1])
@@ -485,7 +538,8 @@ def timed_lockstep(fn, twin_fn, reps, warm, seed=0) -> dict:
             "ab_ratio": sum(tw) / sum(ts), "ab_ci95": [boot[25], boot[974]],
             "step_ratio_median": statistics.median(a / b for a, b in steps),
             "decode_ratio": sum(a for a, _ in decode) / sum(b for _, b in decode),
-            "turns_per_call": len(pair.turns[0]), "turn_cpu_over_wall": cpu / wall, "method": "lockstep"}
+            "turns_per_call": len(pair.turns[0]), "turn_cpu_over_wall": cpu / wall, "method": "lockstep",
+            "switch": pair.switch}
 
 
 def _steal() -> int:
@@ -538,7 +592,7 @@ def run_row(model, data, quick=False, prefill_only=False, twin=None, columns=COL
             + (f" (A/B ratio {r['ab_ratio']:.3f}, CPU time {r['cpu_ab_ratio']:.3f}, steal {r['steal_ticks']})"
                if "cpu_ab_ratio" in r else "")
             + (f" (lockstep A/B {r['ab_ratio']:.3f}, 95% {r['ab_ci95'][0]:.3f}-{r['ab_ci95'][1]:.3f}, decode "
-               f"{r['decode_ratio']:.3f}, step median {r['step_ratio_median']:.3f}, CPU/wall in turns "
+               f"{r['decode_ratio']:.3f}, step median {r['step_ratio_median']:.3f}, {r['switch']}, CPU/wall in turns "
                f"{r['turn_cpu_over_wall']:.2f}, reps "
                + " ".join(f"{x:.3f}" for x in r["pair_ratios"]) + ")" if r.get("method") == "lockstep" else ""))
     return res
@@ -774,6 +828,9 @@ def main() -> None:
     ap.add_argument("--ab", choices=["step", "call"], default="step",
                     help="generate A/B against the twin: 'step' (the two generate() calls take turns token by "
                          "token, each in its own thread) or 'call' (whole calls in turn, ABBA)")
+    ap.add_argument("--switch", choices=["auto", "greenlet", "thread"], default="auto",
+                    help="--ab step: the two generate() calls as greenlets in this thread (auto, when greenlet "
+                         "is installed) or as two threads")
     ap.add_argument("--profile-python", action="store_true", help="add a cProfile view to --profile-tokens")
     ap.add_argument("--no-selfcheck", action="store_true", help="skip the GPU self-check")
     ap.add_argument("--no-accuracy", action="store_true", help="skip the act_calib accuracy part")
@@ -806,6 +863,7 @@ def main() -> None:
     globals()["GEN_NEW"] = args.gen_new  # read by _gen_fn, run_row and the table
     PROFILE_PYTHON[0] = args.profile_python
     AB_METHOD[0] = args.ab
+    SWITCH[0] = None if args.switch == "auto" else args.switch
     rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
     twin = None
     if not args.no_twin and any(c.startswith("generate") for c in columns):

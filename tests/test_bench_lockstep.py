@@ -35,6 +35,8 @@ def _load_bench():
 
 
 bench = _load_bench()
+SWITCHES = [pytest.param("thread"), pytest.param("greenlet", marks=pytest.mark.skipif(
+    bench._greenlet() is None, reason="greenlet is not installed"))]
 
 
 def fake_generate(log, name, tokens, work_s=0.0):
@@ -49,22 +51,36 @@ def fake_generate(log, name, tokens, work_s=0.0):
     return fn
 
 
+@pytest.mark.parametrize("switch", SWITCHES)
 @pytest.mark.parametrize("first", [0, 1])
-def test_turns_alternate_strictly_and_first_goes_first(first):
+def test_turns_alternate_strictly_and_first_goes_first(first, switch):
     log = []
-    pair = bench._Lockstep((fake_generate(log, "a", 5), fake_generate(log, "b", 5)), first=first)
+    pair = bench._Lockstep((fake_generate(log, "a", 5), fake_generate(log, "b", 5)), first=first, switch=switch)
+    assert pair.switch == switch
     names = [n for n, _, _ in log]
     lead, other = ("a", "b") if first == 0 else ("b", "a")
     assert names == [lead, other] * 5
     assert [i for _, i, _ in log] == [i for i in range(5) for _ in (0, 1)]
-    assert len({t for _, _, t in log}) == 2  # one thread per model
+    threads = {t for _, _, t in log}
+    # threads: one per model; greenlets: both in the caller's thread
+    assert threads == ({threading.get_ident()} if switch == "greenlet" else threads - {threading.get_ident()})
+    assert len(threads) == (1 if switch == "greenlet" else 2)
     assert [len(t) for t in pair.turns] == [5, 5]
 
 
-def test_a_turn_times_only_its_own_work():
+@pytest.mark.parametrize("switch", SWITCHES)
+def test_uneven_calls_both_run_to_the_end(switch):
+    log = []
+    pair = bench._Lockstep((fake_generate(log, "a", 2), fake_generate(log, "b", 5)), first=0, switch=switch)
+    assert [n for n, _, _ in log] == ["a", "b", "a", "b", "b", "b", "b"]
+    assert [len(t) for t in pair.turns] == [2, 5]
+
+
+@pytest.mark.parametrize("switch", SWITCHES)
+def test_a_turn_times_only_its_own_work(switch):
     log = []
     pair = bench._Lockstep((fake_generate(log, "a", 4, work_s=0.02), fake_generate(log, "b", 4, work_s=0.0)),
-                           first=0)
+                           first=0, switch=switch)
     slow, fast = pair.turns
     assert min(slow) >= 0.02  # the sleep is inside a's turns
     assert max(fast) < 0.015  # and none of it in b's, which ran between them
@@ -72,9 +88,10 @@ def test_a_turn_times_only_its_own_work():
     assert max(pair.turns_cpu[0]) < 0.015  # a slept: wall time, not CPU time
 
 
+@pytest.mark.parametrize("switch", SWITCHES)
 @pytest.mark.parametrize("broken", [0, 1])
 @pytest.mark.parametrize("first", [0, 1])
-def test_a_failing_side_raises_and_the_other_is_not_left_waiting(broken, first):
+def test_a_failing_side_raises_and_the_other_is_not_left_waiting(broken, first, switch):
     def boom(streamer=None):
         streamer.put("prompt")
         raise ValueError("boom")
@@ -82,17 +99,21 @@ def test_a_failing_side_raises_and_the_other_is_not_left_waiting(broken, first):
     fns = [fake_generate([], "ok", 6), fake_generate([], "ok", 6)]
     fns[broken] = boom
     t = time.perf_counter()
+    grad = torch.is_grad_enabled()
     with pytest.raises(ValueError, match="boom"):
-        bench._Lockstep(tuple(fns), first=first)
+        bench._Lockstep(tuple(fns), first=first, switch=switch)
     assert time.perf_counter() - t < 30  # far under the 300 s hand-over timeout
+    assert torch.is_grad_enabled() == grad
 
 
-def test_timed_lockstep_on_tiny_llama(monkeypatch):
+@pytest.mark.parametrize("switch", SWITCHES)
+def test_timed_lockstep_on_tiny_llama(monkeypatch, switch):
     """Real generate() calls: the same tokens as without the lockstep, one turn per new token,
     and ratios computed from the turns."""
     from transformers import LlamaConfig, LlamaForCausalLM
 
     monkeypatch.setattr(bench, "sync", lambda: None)  # CPU
+    monkeypatch.setattr(bench, "SWITCH", [switch])
     cfg = json.loads((REPO / "fixtures" / "hf" / "tiny-random-llama" / "config.json").read_text())
     torch.manual_seed(0)
     model = LlamaForCausalLM(LlamaConfig(**cfg)).eval()
@@ -104,10 +125,11 @@ def test_timed_lockstep_on_tiny_llama(monkeypatch):
     outs = []
     bench._Lockstep((lambda streamer=None: outs.append(bench._gen_fn(twin, ids * mask, mask, new=5)(streamer)),
                      lambda streamer=None: outs.append(bench._gen_fn(model, ids * mask, mask, new=5)(streamer))),
-                    first=1)
+                    first=1, switch=switch)
     assert all(torch.equal(o, alone) for o in outs)
     r = bench.timed_lockstep(bench._gen_fn(model, ids, new=5), bench._gen_fn(twin, ids, new=5), reps=3, warm=1)
-    assert r["turns_per_call"] == 5 and r["method"] == "lockstep"
+    assert r["turns_per_call"] == 5 and r["method"] == "lockstep" and r["switch"] == switch
+    assert torch.is_grad_enabled()  # the caller's grad mode survives the interleaved no_grad of generate()
     assert len(r["all_s"]) == len(r["twin_s"]) == len(r["pair_ratios"]) == 3
     assert r["ab_ratio"] == pytest.approx(sum(r["twin_s"]) / sum(r["all_s"]))
     assert 0 < r["ab_ci95"][0] <= r["ab_ci95"][1]
