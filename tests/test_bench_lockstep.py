@@ -133,5 +133,6 @@ def test_timed_lockstep_on_tiny_llama(monkeypatch, switch):
     assert len(r["all_s"]) == len(r["twin_s"]) == len(r["pair_ratios"]) == 3
     assert r["ab_ratio"] == pytest.approx(sum(r["twin_s"]) / sum(r["all_s"]))
     assert 0 < r["ab_ci95"][0] <= r["ab_ci95"][1]
+    assert min(r["pair_ratios"]) <= r["ab_ci95_calls"][0] <= r["ab_ci95_calls"][1] <= max(r["pair_ratios"])
     assert 0 < r["decode_ratio"] and 0 < r["step_ratio_median"]
     assert 0 < r["turn_cpu_over_wall"] <= 1.05
