@@ -170,6 +170,17 @@ def test_structural_refusal_leaves_model_untouched(model, name, change, reason):
     assert _snapshot(model) == before
 
 
+@pytest.mark.parametrize("name", ["causal_trim", "rope_hoist", "act_calib"])
+def test_cpu_model_refused_without_the_interpreter(model, name, monkeypatch):
+    """Triton runs on the CPU only under TRITON_INTERPRET=1: without it, a CPU model is refused
+    before anything is installed (with it, as in every other test here, the same model patches)."""
+    before = _snapshot(model)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(PatchRefused, match="on the CPU"):
+        patch(model, [name])
+    assert _snapshot(model) == before
+
+
 def test_generate_with_kv_cache_same_tokens(model, short_probe):
     probe = short_probe
     torch.manual_seed(3)
