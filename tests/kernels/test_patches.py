@@ -243,6 +243,24 @@ def test_a_model_sharing_the_config_object_is_not_switched(short_probe):
     assert a.config is config and b.config._attn_implementation == config._attn_implementation
 
 
+def test_the_attention_registration_outlives_every_model_but_the_last(short_probe):
+    """causal_trim's attention and mask functions are registered once for all patched models: the
+    first unpatch leaves them for the model still patched, the last one removes them."""
+    a, b = _fresh(0), _fresh(1)
+    before = (causal_trim.IMPL in AttentionInterface._global_mapping,
+              causal_trim.IMPL in AttentionMaskInterface._global_mapping)  # another test's model may hold it
+    pa = patch(a, ["causal_trim"], probe=short_probe)
+    pb = patch(b, ["causal_trim"], probe=short_probe)
+    unpatch(pa)
+    assert causal_trim.IMPL in AttentionInterface._global_mapping
+    assert causal_trim.IMPL in AttentionMaskInterface._global_mapping
+    with torch.no_grad():
+        b(input_ids=short_probe)  # still runs through the registered functions
+    unpatch(pb)
+    assert (causal_trim.IMPL in AttentionInterface._global_mapping,
+            causal_trim.IMPL in AttentionMaskInterface._global_mapping) == before
+
+
 def test_act_calib_keeps_gradients_when_training_after_patching(short_probe):
     m, ref_model = _fresh(2), _fresh(2)
     ids = torch.randint(3, 256, (1, 10), generator=torch.Generator().manual_seed(6))
