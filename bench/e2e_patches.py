@@ -832,7 +832,7 @@ def main() -> None:
                     help="new tokens per generate() call")
     ap.add_argument("--ab", choices=["step", "call"], default="step",
                     help="generate A/B against the twin: 'step' (the two generate() calls take turns token by "
-                         "token, each in its own thread) or 'call' (whole calls in turn, ABBA)")
+                         "token; see --switch) or 'call' (whole calls in turn, ABBA)")
     ap.add_argument("--switch", choices=["auto", "greenlet", "thread"], default="auto",
                     help="--ab step: the two generate() calls as greenlets in this thread (auto, when greenlet "
                          "is installed) or as two threads")
