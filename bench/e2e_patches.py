@@ -531,16 +531,21 @@ def timed_lockstep(fn, twin_fn, reps, warm, seed=0) -> dict:
         steps.extend(zip(a, b))
     decode = [(a, b) for k, (a, b) in enumerate(steps) if k % len(pair.turns[0])]  # turn 1 holds prefill
     rng = random.Random(seed)
-    boot = sorted(sum(a for a, _ in pick) / sum(b for _, b in pick)
-                  for pick in ([rng.choice(steps) for _ in steps] for _ in range(1000)))
-    # the same interval resampling whole calls: steps of one call share the host's speed of the
-    # moment, so this one does not assume the steps independent
-    calls = sorted(sum(tw[i] for i in pick) / sum(ts[i] for i in pick)
-                   for pick in ([rng.randrange(reps) for _ in range(reps)] for _ in range(1000)))
+
+    def ci95(twin, row):
+        """95% percentile-bootstrap interval of sum(twin) / sum(row), resampling the index."""
+        n = len(twin)
+        boot = sorted(sum(twin[i] for i in pick) / sum(row[i] for i in pick)
+                      for pick in ([rng.randrange(n) for _ in range(n)] for _ in range(1000)))
+        return [boot[25], boot[974]]
+
     return {"s": statistics.median(ts), "all_s": ts, "twin_s": tw,
             "pair_ratios": [a / b for a, b in zip(tw, ts)],
-            "ab_ratio": sum(tw) / sum(ts), "ab_ci95": [boot[25], boot[974]],
-            "ab_ci95_calls": [calls[25], calls[974]],
+            "ab_ratio": sum(tw) / sum(ts),
+            "ab_ci95": ci95([a for a, _ in steps], [b for _, b in steps]),
+            # resampling whole calls: steps of one call share the host's speed of the moment, so
+            # this interval does not assume the steps independent
+            "ab_ci95_calls": ci95(tw, ts),
             "step_ratio_median": statistics.median(a / b for a, b in steps),
             "decode_ratio": sum(a for a, _ in decode) / sum(b for _, b in decode),
             "turns_per_call": len(pair.turns[0]), "turn_cpu_over_wall": cpu / wall, "method": "lockstep",
@@ -592,15 +597,21 @@ def run_row(model, data, quick=False, prefill_only=False, twin=None, columns=COL
         except torch.OutOfMemoryError as exc:
             res[col] = {"error": f"OOM: {str(exc)[:120]}"}
             torch.cuda.empty_cache()
-        r = res[col]
-        log(f"   {col}: {r.get('s', r.get('error'))}"
-            + (f" (A/B ratio {r['ab_ratio']:.3f}, CPU time {r['cpu_ab_ratio']:.3f}, steal {r['steal_ticks']})"
-               if "cpu_ab_ratio" in r else "")
-            + (f" (lockstep A/B {r['ab_ratio']:.3f}, 95% {r['ab_ci95'][0]:.3f}-{r['ab_ci95'][1]:.3f}, decode "
-               f"{r['decode_ratio']:.3f}, step median {r['step_ratio_median']:.3f}, {r['switch']}, CPU/wall in turns "
-               f"{r['turn_cpu_over_wall']:.2f}, reps "
-               + " ".join(f"{x:.3f}" for x in r["pair_ratios"]) + ")" if r.get("method") == "lockstep" else ""))
+        log(f"   {col}: {res[col].get('s', res[col].get('error'))}{_ab_note(res[col])}")
     return res
+
+
+def _ab_note(r: dict) -> str:
+    """The A/B part of a column's log line: whole calls in turn, lockstep, or none."""
+    if "cpu_ab_ratio" in r:
+        return f" (A/B ratio {r['ab_ratio']:.3f}, CPU time {r['cpu_ab_ratio']:.3f}, steal {r['steal_ticks']})"
+    if r.get("method") != "lockstep":
+        return ""
+    lo, hi = r["ab_ci95"]
+    reps = " ".join(f"{x:.3f}" for x in r["pair_ratios"])
+    return (f" (lockstep A/B {r['ab_ratio']:.3f}, 95% {lo:.3f}-{hi:.3f}, decode {r['decode_ratio']:.3f}, "
+            f"step median {r['step_ratio_median']:.3f}, {r['switch']}, CPU/wall in turns "
+            f"{r['turn_cpu_over_wall']:.2f}, reps {reps})")
 
 
 _RUNTIME_CALLS = ("cudaLaunchKernel", "cuLaunchKernel", "cuLaunchKernelEx", "cudaLaunchKernelExC",

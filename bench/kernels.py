@@ -543,6 +543,11 @@ def main() -> None:
     checks, selfchecks, rows, stages = [], [], [], {}
     t0 = time.perf_counter()
 
+    def save():
+        (args.out / "kernels.json").write_text(json.dumps(
+            {"env": env, "ceilings": ceil, "stages_s": stages, "checks": checks, "selfchecks": selfchecks,
+             "rows": rows, "autotuned": autotuned()}, indent=2))
+
     def stage(name, fn, into):
         """One part of the run, logged with its time and saved as soon as it ends: a run cut short
         (a fresh machine compiles every autotune config of every key, minutes on a slow host)
@@ -556,11 +561,6 @@ def main() -> None:
         into.extend(fn())
         stages[name] = round(time.perf_counter() - t, 1)
         save()
-
-    def save():
-        (args.out / "kernels.json").write_text(json.dumps(
-            {"env": env, "ceilings": ceil, "stages_s": stages, "checks": checks, "selfchecks": selfchecks,
-             "rows": rows, "autotuned": autotuned()}, indent=2))
 
     stage("correctness bf16", lambda: check_attention(dev, torch.bfloat16), checks)
     stage("device self-checks", lambda: self_checks(dev), selfchecks)
