@@ -36,8 +36,8 @@ fixed seed. One run does, in order:
 Writes DIR/e2e.json and prints the tables (markdown).
 
 Time on the lent H200 (2026-12-02): every row with ``--ab call --gen-new 32 --gen-reps 6``, 400 s.
-With ``--ab step`` each generate column took about 80-90 s per row at 64 new tokens and 5 pairs,
-so the default run takes about 25 minutes: split it with ``--rows`` / ``--columns`` to fit a
+With ``--ab step`` in its thread form each generate column took 70-92 s per row at 64 new tokens
+and 5 pairs, so the default run would take an estimated 25-30 minutes (not run): split it with ``--rows`` / ``--columns`` to fit a
 10-minute call.
 """
 
@@ -401,7 +401,7 @@ class _Lockstep:
 
     ``switch="greenlet"`` (the default when greenlet is installed) runs both in the calling thread,
     as two greenlets; ``"thread"`` runs each in its own thread (they inherit the caller's CPU,
-    ``--pin``). On the lent H200 the thread form made every step about 3× slower than generate()
+    ``--pin``). On the lent H200 the thread form made every step 2-4× slower than generate()
     alone, cause not found (bench/results/e2e-patches-h200-2026-12-02.md); the greenlet form keeps
     one OS thread, as generate() alone has."""
 
