@@ -880,6 +880,8 @@ def main() -> None:
     PROFILE_PYTHON[0] = args.profile_python
     AB_METHOD[0] = args.ab
     SWITCH[0] = None if args.switch == "auto" else args.switch
+    if args.switch == "greenlet" and _greenlet() is None:
+        sys.exit("--switch greenlet: greenlet is not importable by this python (see bench/README.md)")
     rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
     twin = None
     if not args.no_twin and any(c.startswith("generate") for c in columns):

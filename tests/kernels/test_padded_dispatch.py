@@ -261,6 +261,58 @@ def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch):
     assert not causal_trim.decode_routes_to_sdpa(cfg, 2, 12)  # reverted: the config is forgotten
 
 
+def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch):
+    """Batch-1 generate on CUDA: every decode call the table sends to sdpa goes straight to
+    transformers' own function (no ``_unfit`` / ``route``, once per layer per token), tokens equal
+    the unpatched model's; with the decode entry on the kernel, or the "kernel" policy, or a kwarg
+    the kernel cannot take, the checks run as before."""
+    m = _tiny(6)
+    n_layers = m.config.num_hidden_layers
+    ids = torch.randint(3, 256, (1, 7), generator=torch.Generator().manual_seed(6))
+    kw = dict(attention_mask=torch.ones_like(ids), max_new_tokens=4, min_new_tokens=4, do_sample=False,
+              pad_token_id=0)
+    want = m.generate(ids, **kw)
+    ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=torch.Generator().manual_seed(2)))
+    checked = []
+    real_unfit = causal_trim._unfit
+    monkeypatch.setattr(causal_trim, "_unfit", lambda *a: checked.append(a[1].shape[2]) or real_unfit(*a))
+    monkeypatch.setattr(causal_trim, "_fast_device", lambda t: True)  # as on the GPU
+    monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)
+    calls = ps["causal_trim"].info["calls"]
+    try:
+        for decode, policy, n_checked in (("sdpa", "table", 0), ("kernel", "table", 3), ("sdpa", "kernel", 3)):
+            causal_trim.set_table({("decode", False): [(1, 16, decode)], ("decode", True): [(1, 16, decode)]})
+            causal_trim.set_dispatch(ps["causal_trim"], policy)
+            checked.clear()
+            calls.clear()
+            got = m.generate(ids, **kw)
+            assert torch.equal(got, want), (decode, policy)
+            decode_checks = [q for q in checked if q == 1]
+            assert len(decode_checks) == n_checked * n_layers, (decode, policy, checked)
+            on_sdpa = 3 * n_layers if n_checked == 0 else 0
+            assert calls["sdpa:decode"] == on_sdpa, (decode, policy, dict(calls))
+            # the prefill: on the kernel off CUDA whatever the table (route() reads the real device)
+            assert calls["kernel"] == n_layers + 3 * n_layers - on_sdpa
+        # one layer's call with a sliding window: the checks run and name the reason
+        causal_trim.set_dispatch(ps["causal_trim"], "table")
+        causal_trim.set_table({("decode", False): [(1, 16, "sdpa")]})
+        attn = m.model.layers[0].self_attn
+        q, k = torch.randn(1, 4, 1, 16), torch.randn(1, 2, 9, 16)
+        calls.clear()
+        causal_trim.attention_forward(attn, q, k, k, None, sliding_window=4)
+        assert dict(calls) == {"fallback:sliding_window": 1}
+        causal_trim.attention_forward(attn, q, k, k, None, sliding_window=None)  # present but unset (Mistral)
+        causal_trim.attention_forward(attn, q, k, k, None)
+        assert calls["sdpa:decode"] == 2 and len(calls) == 2
+        # the checks did not run for those two: off CUDA route() would have taken the kernel
+        monkeypatch.setattr(causal_trim, "_fast_device", lambda t: False)
+        causal_trim.attention_forward(attn, q, k, k, None)
+        assert calls["kernel"] == 1
+    finally:
+        causal_trim.set_table(None)
+        unpatch(ps)
+
+
 def test_routed_mask_is_built_once_even_when_none():
     """sdpa_mask answers None when it can skip the mask (no padding at decode); the next layer of the
     same forward must not build it again (a host sync each time on the GPU)."""
