@@ -22,9 +22,9 @@ kv_length``: prefill, chunked prefill and decode over a DynamicCache):
     transformers' own ``sdpa_attention_forward``, unchanged.
   * except a decode step (q_length 1, CUDA) that the model's policy sends to sdpa whatever the
     padding (``decode_routes_to_sdpa``: "table" with the padded and the unpadded entry both on
-    sdpa, or "sdpa"): no padding runs are looked for; a ``PaddedCausal`` marked ``routed`` defers
-    to ``sdpa_mask`` with transformers' own arguments, built on first use — exactly the unpatched
-    model's mask, without the extra host sync and ~15 small launches per step (measured on the
+    sdpa, or "sdpa"): no padding runs are looked for; a ``PaddedCausal`` marked ``routed`` holds
+    ``sdpa_mask``'s answer to transformers' own arguments, built in the mask function as the
+    unpatched model builds it — exactly the unpatched model's mask, without the extra host sync and ~15 small launches per step (measured on the
     H200: generate of a padded batch of 8 launched 1686 kernels per step patched against 1657
     unpatched before this, 1657 after). Every attention call of such a step goes straight to
     ``sdpa_attention_forward`` and is counted as ``sdpa:decode``.
@@ -367,11 +367,15 @@ def mask_function(batch_size, q_length, kv_length, q_offset=0, kv_offset=0, mask
         return materialise()
     if q_length == 1 and _on_cuda(attention_mask) and decode_routes_to_sdpa(config, batch_size, kv_length):
         # A decode step whose every call the policy sends to sdpa, padded or not: transformers' own
-        # mask (is_causal skip included), built on first use — the unpatched model's work, without
-        # finding the padding runs first (one host sync and ~15 small launches per step)
-        return PaddedCausal(None, None, (batch_size, 1, q_length, kv_length), lambda: sdpa_mask(
+        # mask (is_causal skip included) — the unpatched model's work, without finding the padding
+        # runs first (one host sync and ~15 small launches per step). Built here, where the
+        # unpatched model builds it: its is_causal-skip test reads the padding mask on the host (a
+        # sync), which at the first layer's call would also wait for that layer's queued kernels.
+        routed = PaddedCausal(None, None, (batch_size, 1, q_length, kv_length), lambda: sdpa_mask(
             batch_size, q_length, kv_length, q_offset, kv_offset, mask_function, attention_mask,
             local_size=local_size, allow_is_causal_skip=allow_is_causal_skip, **kwargs), routed=True)
+        routed.mask4d()
+        return routed
     padding = prepare_padding_mask(attention_mask, kv_length, kv_offset)
     if padding is None:
         return None

@@ -225,9 +225,11 @@ def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch):
     monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
     import transformers.masking_utils as mu
 
-    built = []
+    built, events = [], []
     real_sdpa_mask = mu.sdpa_mask
-    monkeypatch.setattr(mu, "sdpa_mask", lambda *a, **k: built.append(1) or real_sdpa_mask(*a, **k))
+    monkeypatch.setattr(mu, "sdpa_mask", lambda *a, **k: built.append(1) or events.append("mask")
+                        or real_sdpa_mask(*a, **k))
+    hook = m.model.layers[0].self_attn.register_forward_pre_hook(lambda *a: events.append("layer 0"))
     try:
         for decode_padded, runs_read in (("sdpa", [9]), ("kernel", [9, 1, 1, 1, 1])):
             causal_trim.set_table({("decode", True): [(2, 16, decode_padded)],
@@ -239,7 +241,10 @@ def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch):
             assert seen == runs_read, decode_padded  # the prefill, then each decode step or none
             # one mask per forward, not per layer (an unpadded step's mask is None: built once too)
             assert len(built) == (4 if decode_padded == "sdpa" else 0), (decode_padded, len(built))
+            if decode_padded == "sdpa":  # built in the mask function, before the step's first layer
+                assert events == ["layer 0"] + ["mask", "layer 0"] * 4, events
             built.clear()
+            events.clear()
             calls = ps["causal_trim"].info["calls"]
             on_kernel = 4 * n_layers if decode_padded == "kernel" else 0
             assert calls["sdpa:decode"] == 4 * n_layers - on_kernel
@@ -256,6 +261,7 @@ def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch):
         assert causal_trim.decode_routes_to_sdpa(cfg, 2, 12)
         assert not causal_trim.decode_routes_to_sdpa(None, 2, 12)
     finally:
+        hook.remove()
         causal_trim.set_table(None)
         unpatch(ps)
     assert not causal_trim.decode_routes_to_sdpa(cfg, 2, 12)  # reverted: the config is forgotten
