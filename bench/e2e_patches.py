@@ -759,6 +759,11 @@ ROWS = [
     ("act_calib fp8 + norm", ["act_calib"], {"act_calib": {"mode": "fp8", "fuse_norm": True}}),
     ("sdpa (repeat)", [], {}),
 ]
+# rows run only when named in --rows: causal_trim applied and verified as usual, then every call
+# routed to sdpa (the hook and mask path without the kernel: what routing itself costs)
+EXTRA_ROWS = [
+    ("causal_trim (all sdpa)", ["causal_trim"], {"causal_trim": {"dispatch": "sdpa"}}),
+]
 
 
 def env() -> dict:
@@ -831,7 +836,7 @@ def main() -> None:
                     help="HF config.json of the model to build with random weights (default: Llama-3.1-8B; "
                          "e.g. fixtures/hf/{mistral-7b-v0.1,qwen2.5-7b-instruct,gemma-3-12b-it-resaved}/config.json)")
     ap.add_argument("--columns", default=",".join(COLUMNS), help="end-to-end columns to run (comma list)")
-    ap.add_argument("--rows", default="", help="end-to-end rows to run (comma list of names; default all)")
+    ap.add_argument("--rows", default="", help="end-to-end rows to run (comma list of names; default: every row of ROWS; EXTRA_ROWS only when named)")
     ap.add_argument("--no-twin", action="store_true",
                     help="time generate alone, not in turn with an unpatched copy of the model")
     ap.add_argument("--pin", default="none",
@@ -851,6 +856,10 @@ def main() -> None:
     ap.add_argument("--no-selfcheck", action="store_true", help="skip the GPU self-check")
     ap.add_argument("--no-accuracy", action="store_true", help="skip the act_calib accuracy part")
     args = ap.parse_args()
+    named = args.rows.split(",") if args.rows else []
+    unknown = [n for n in named if n not in {r[0] for r in ROWS + EXTRA_ROWS}]
+    if unknown:  # before the model is built
+        sys.exit(f"--rows: unknown row(s) {unknown}; known: {[r[0] for r in ROWS + EXTRA_ROWS]}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     dev = torch.device("cuda")
@@ -882,7 +891,7 @@ def main() -> None:
     SWITCH[0] = None if args.switch == "auto" else args.switch
     if args.switch == "greenlet" and _greenlet() is None:
         sys.exit("--switch greenlet: greenlet is not importable by this python (see bench/README.md)")
-    rows = [r for r in ROWS if not args.rows or r[0] in args.rows.split(",")]
+    rows = [r for r in ROWS + EXTRA_ROWS if r[0] in named] if named else ROWS
     twin = None
     if not args.no_twin and any(c.startswith("generate") for c in columns):
         import copy
