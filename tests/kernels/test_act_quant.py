@@ -385,3 +385,14 @@ def test_clip_count_brute_force(dtype, in_dtype):
     expect = sum(1 for v in x.double().tolist() if abs(Fraction(v)) > thr)
     assert RuntimeCalibrator.clip_count(x, static, dtype) == expect
     assert RuntimeCalibrator.clip_count(x, float(static), dtype) == expect
+
+
+def test_device_selfcheck_passes_on_awkward_shapes():
+    """The self-check bench/kernels.py runs on the GPU before timing, here on the interpreter: every
+    line passes, the eager-peer line included (it compares the peer's division with exact_div=True;
+    with the default reciprocal it reported differing codes as a failure)."""
+    from sits_doctor.kernels.act_quant import device_selfcheck
+
+    results = device_selfcheck("cpu", shapes=((9, 37), (33, 300)))
+    assert len(results) == 2 * 2 * 3
+    assert [r for r in results if not r[1]] == []
