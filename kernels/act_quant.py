@@ -37,9 +37,10 @@ Rounding and saturation rules
 Division: by default (``exact_div=False``) ``v = x * (1/scale)`` with ``1/scale`` correctly rounded
 once per row, as vLLM's int8 kernels do; on the H200 this ran at 3.3-3.4 TB/s against 2.8-3.1 for
 exact division (bench/results/kernels-h200-2026-11-29.md). ``exact_div=True`` uses ``tl.math.div_rn``
-(Triton's plain ``/`` on fp32 is ``div.full.f32``, ~2 ulp), bit-identical to torch's eager
-``x / scale``; the two differ in about 2e-4 of the codes on bf16 input. The references take the same
-flag, so both variants are tested exactly.
+(Triton's plain ``/`` on fp32 is ``div.full.f32``, ~2 ulp), the correctly rounded quotient: it
+matches the float64 reference bit for bit on the CPU interpreter and on the H200, where torch's
+eager ``x / scale`` did not (16-5122 codes per case, 2026-11-29). The two modes differ in about 2e-4
+of the codes on bf16 input. The references take the same flag, so both variants are tested exactly.
 
 Per tensor, dynamic: two launches — a tiled absmax with ``atomic_max`` into one fp32 word, then the
 quantize pass. A single launch would need every program to see the final maximum before it
@@ -575,11 +576,13 @@ def bench_variants(device):
 
 
 def device_selfcheck(device, shapes=((257, 4109), (8192, 4096))) -> list[tuple[str, bool, str]]:
-    """Correctness on the device before timing: ours vs the float64 reference (and the eager peer)
-    on an awkward shape and the bench shape, int8 and fp8, both division modes. The eager peer
-    divides, so it is compared with ``exact_div=True`` (bit-identical by design); the default
-    reciprocal differs from it in a few codes (module docstring) and is checked against its own
-    reference."""
+    """Correctness on the device before timing: ours against the float64 reference, bit for bit,
+    on an awkward shape and the bench shape, int8 and fp8, both division modes.
+
+    The eager peer (``torch_per_token``) is not a correctness check: on the H200 it differed from
+    our exact-division kernel in 16-5122 codes per case on 2026-11-29, and our kernel matched the
+    float64 reference in every one. How many codes the peer differs from the reference by is
+    reported in the ``exact_div=True`` line's detail, for the record."""
     gen = torch.Generator(device=device).manual_seed(1)
     results = []
     for M, K in shapes:
@@ -592,10 +595,10 @@ def device_selfcheck(device, shapes=((257, 4109), (8192, 4096))) -> list[tuple[s
                 rq, rs = quantize_per_token_reference(x, dtype, exact_div=exact)
                 bad = int((q.view(torch.uint8) != rq.view(torch.uint8)).sum())
                 ok = bad == 0 and torch.equal(s, rs)
-                results.append((f"{M}x{K} {dtype} exact_div={exact}", ok, f"{bad} bytes differ"))
-            pq, ps = torch_per_token(x, dtype)
-            q, s = quantize_per_token(x, dtype, exact_div=True)
-            bad = int((q.view(torch.uint8) != pq.view(torch.uint8)).sum())
-            results.append((f"{M}x{K} {dtype} vs eager peer", bad == 0 and torch.equal(s, ps),
-                            f"{bad} bytes differ"))
+                detail = f"{bad} bytes differ from the float64 reference"
+                if exact:
+                    pq, _ = torch_per_token(x, dtype)
+                    peer = int((pq.view(torch.uint8) != rq.view(torch.uint8)).sum())
+                    detail += f" (torch eager peer: {peer})"
+                results.append((f"{M}x{K} {dtype} exact_div={exact}", ok, detail))
     return results

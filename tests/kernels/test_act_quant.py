@@ -388,11 +388,13 @@ def test_clip_count_brute_force(dtype, in_dtype):
 
 
 def test_device_selfcheck_passes_on_awkward_shapes():
-    """The self-check bench/kernels.py runs on the GPU before timing, here on the interpreter: every
-    line passes, the eager-peer line included (it compares the peer's division with exact_div=True;
-    with the default reciprocal it reported differing codes as a failure)."""
+    """The self-check bench/kernels.py runs on the GPU before timing, here on the interpreter: one
+    line per shape, dtype and division mode, each against the float64 reference, all passing; the
+    eager peer is counted in the exact-division lines' detail, not judged (on the H200 it differs
+    from the reference where our kernel does not)."""
     from sits_doctor.kernels.act_quant import device_selfcheck
 
     results = device_selfcheck("cpu", shapes=((9, 37), (33, 300)))
-    assert len(results) == 2 * 2 * 3
+    assert len(results) == 2 * 2 * 2
     assert [r for r in results if not r[1]] == []
+    assert all(("torch eager peer: " in r[2]) == r[0].endswith("exact_div=True") for r in results)
