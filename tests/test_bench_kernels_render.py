@@ -1,0 +1,54 @@
+"""bench/kernels.py --render: kernels.md from a saved kernels.json, targets computed from its rows."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+pytest.importorskip("torch")
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_kernels", REPO / "bench" / "kernels.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _report(rows):
+    return {"env": {"gpu": "G", "date": "d", "nvidia_smi": "s", "torch": "t", "cuda": "c", "cudnn": 1,
+                    "triton": "x", "python": "p", "git": "g"},
+            "ceilings": {"copy_TBps": 4.0, "gemm_bf16_TFLOPs": 600.0}, "rows": rows,
+            "stages_s": {"attention timing": "skipped: time budget"}}
+
+
+def test_targets_from_rows_and_missing_ones_said():
+    bench = _bench()
+    case = "causal prefill B=4 H=32 D=256 S=4096"
+    dec = "decode B=1 Hq=32 Hk=8 D=128 k=8192 (CUDA graph)"
+    rows = [{"case": case, "impl": "causal_trim (ours)", "ms": 2.0, "TFLOPs": 300.0},
+            {"case": case, "impl": "SDPA cuDNN", "ms": 1.5, "TFLOPs": 400.0},
+            {"case": dec, "impl": "causal_trim (ours)", "ms": 0.010, "TBps": 3.0},
+            {"case": dec, "impl": "SDPA default (gqa)", "ms": 0.011, "TBps": 2.7}]
+    text = bench.render(_report(rows))
+    assert "- causal_trim vs SDPA cuDNN, D=256 S=4096: 0.75× (target ≥1.0×): NOT met" in text
+    assert "- decode B=1 k=8192 vs SDPA default (gqa), CUDA graph: 1.10× (target ≥1.0×): met" in text
+    assert "- causal_trim vs SDPA cuDNN, D=64 S=4096: not measured" in text
+    assert "'attention timing': 'skipped: time budget'" in text
+    assert "| cuda graph |" in text and "| stream |" in text  # decode rows read as graph-timed
+
+
+def test_render_writes_md_beside_the_json(tmp_path, monkeypatch, capsys):
+    bench = _bench()
+    src = tmp_path / "kernels-x.json"
+    src.write_text(json.dumps(_report([])))
+    monkeypatch.setattr("sys.argv", ["kernels.py", "--render", str(src)])
+    bench.main()
+    assert (tmp_path / "kernels-x.md").read_text().startswith("# Kernel benchmark on G")
+    assert "Device self-checks: none recorded" in capsys.readouterr().out
