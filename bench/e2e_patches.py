@@ -836,7 +836,8 @@ def main() -> None:
                     help="HF config.json of the model to build with random weights (default: Llama-3.1-8B; "
                          "e.g. fixtures/hf/{mistral-7b-v0.1,qwen2.5-7b-instruct,gemma-3-12b-it-resaved}/config.json)")
     ap.add_argument("--columns", default=",".join(COLUMNS), help="end-to-end columns to run (comma list)")
-    ap.add_argument("--rows", default="", help="end-to-end rows to run (comma list of names; default: every row of ROWS; EXTRA_ROWS only when named)")
+    ap.add_argument("--rows", default="", help="end-to-end rows to run (comma list of names; default: "
+                    "every row of ROWS; EXTRA_ROWS only when named)")
     ap.add_argument("--no-twin", action="store_true",
                     help="time generate alone, not in turn with an unpatched copy of the model")
     ap.add_argument("--pin", default="none",

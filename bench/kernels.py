@@ -547,7 +547,8 @@ def render(report: dict) -> str:
         "",
         f"{env['date']}; {env['nvidia_smi']}; torch {env['torch']} (CUDA {env['cuda']}, cuDNN {env['cudnn']}), "
         f"triton {env['triton']}, Python {env['python']}, git {env['git']}. `python bench/kernels.py`; "
-        "medians of triton.testing.do_bench ('stream') or do_bench_cudagraph ('cuda graph', see the timing column). bf16.",
+        "medians of triton.testing.do_bench ('stream') or do_bench_cudagraph ('cuda graph', see the "
+        "timing column). bf16.",
         "",
         f"Ceilings measured in this run: device copy {ceil['copy_TBps']:.2f} TB/s (read+write), "
         f"bf16 GEMM 8192³ {ceil['gemm_bf16_TFLOPs']:.0f} TFLOP/s.",
@@ -585,7 +586,11 @@ def main() -> None:
                     help="write kernels.md beside a saved kernels.json (no GPU needed) and stop")
     args = ap.parse_args()
     if args.render:
-        text = render(json.loads(args.render.read_text()))
+        try:
+            report = json.loads(args.render.read_text())
+        except (OSError, ValueError) as exc:
+            sys.exit(f"--render {args.render}: {exc}")
+        text = render(report)
         args.render.with_suffix(".md").write_text(text)
         print(text)
         return

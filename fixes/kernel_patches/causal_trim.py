@@ -24,10 +24,11 @@ kv_length``: prefill, chunked prefill and decode over a DynamicCache):
     padding (``decode_routes_to_sdpa``: "table" with the padded and the unpadded entry both on
     sdpa, or "sdpa"): no padding runs are looked for; a ``PaddedCausal`` marked ``routed`` holds
     ``sdpa_mask``'s answer to transformers' own arguments, built in the mask function as the
-    unpatched model builds it — exactly the unpatched model's mask, without the extra host sync and ~15 small launches per step (measured on the
-    H200: generate of a padded batch of 8 launched 1686 kernels per step patched against 1657
-    unpatched before this, 1657 after). Every attention call of such a step goes straight to
-    ``sdpa_attention_forward`` and is counted as ``sdpa:decode``.
+    unpatched model builds it — exactly the unpatched model's mask, without the extra host sync
+    and ~15 small launches per step (measured on the H200: generate of a padded batch of 8
+    launched 1686 kernels per step patched against 1657 unpatched before this, 1657 after).
+    Every attention call of such a step goes straight to ``sdpa_attention_forward`` and is
+    counted as ``sdpa:decode``.
 
 Which path each call takes (``attention_forward``). Calls the kernel cannot express go to sdpa and
 are counted as ``fallback:<reason>``: a materialised mask, dropout > 0, softcap / sliding_window /
@@ -43,9 +44,9 @@ unpatched model, on an unpadded and a left/right padded probe (see ``_core``), b
 is switched to the one asked for. ``STATS`` counts ``kernel``, ``kernel:padded``, ``sdpa:<phase>``
 and ``fallback:<reason>`` (process-wide). An unpadded decode call on CUDA (no mask: every batch-1
 step) that the policy sends to sdpa, with no dropout and no window/softcap/sink kwarg set, is
-handed to ``sdpa_attention_forward`` before ``_unfit`` and ``route`` run: 1.6 µs of our host time
-per call instead of 3.4 µs (timeit of one tiny layer's call on a 2-core x86 CPU, transformers 5.24), 32+ calls
-per generated token.
+handed to ``sdpa_attention_forward`` before ``_unfit`` and ``route`` run: 1.4 µs of our host time
+per call instead of 3.6 µs (``python bench/attention_forward_overhead.py``: a tiny layer's call on
+a 2-core x86 CPU, transformers 5.24), with 32+ calls per generated token.
 
 Sliding-window layers (Mistral with ``sliding_window``, Qwen2/3 with ``use_sliding_window``, the
 ``sliding_attention`` layers of Gemma 3) are expressible by the causal kernel only while every key
