@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+from functools import lru_cache
 
 import torch
 import triton
@@ -102,10 +103,33 @@ def _configs():
 
 
 def _prune(configs, named_args, **kwargs):
-    """Drop row blocks much larger than the rows there are (decode, short chunks)."""
+    """Drop row blocks much larger than the rows there are (decode, short chunks), and configs whose
+    tiles cannot fit the device's shared memory: those would be compiled in full and only then
+    refused (OutOfResources), seconds each on a fresh machine (fp32 inputs, D=256)."""
     rows = named_args["MAX_ROWS"]
     kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(16, triton.next_power_of_2(rows))]
+    block_d, elem = kwargs.get("BLOCK_D", named_args.get("BLOCK_D")), named_args["k_ptr"].element_size()
+    limit = _smem_limit() if block_d else None
+    if limit:
+        kept = [c for c in kept if _smem_floor(c, block_d, elem) <= limit] or kept[:1]
     return kept or configs[:1]
+
+
+def _smem_floor(config, block_d: int, elem: int) -> int:
+    """Shared memory a config needs at least: num_stages buffers of the K and V tiles and the Q
+    tile (what Triton 3.9 allocated for 128×64, 3 stages, D=128 bf16 on sm_90: 128 KB exactly)."""
+    bm, bn = config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"]
+    return (config.num_stages * 2 * bn + bm) * block_d * elem
+
+
+@lru_cache(maxsize=1)
+def _smem_limit() -> int | None:
+    """Shared memory per block the CUDA device allows (None off CUDA or in the interpreter); asked
+    once, of the current device: one GPU kind per process."""
+    if os.environ.get("TRITON_INTERPRET") == "1" or not torch.cuda.is_available():
+        return None
+    props = triton.runtime.driver.active.utils.get_device_properties(torch.cuda.current_device())
+    return int(props["max_shared_mem"])
 
 
 @triton.jit

@@ -322,3 +322,31 @@ def test_lpt_program_order_computes_the_same_outputs(case):
     if case == "batched_gqa":  # and both are right
         ref, _ = causal_attention_reference(q, k, v)
         assert (base - ref).abs().max() < 1e-5
+
+
+def test_prune_drops_configs_whose_tiles_cannot_fit_shared_memory(monkeypatch):
+    """The autotuner's early prune: a config whose Q tile and num_stages K/V tiles exceed the
+    device's shared memory is dropped before it is compiled (it would only fail at load); what fits
+    stays, including the configs the H200 chose (128×128 ×3 at D=128 bf16, 64×64 ×3 at D=256)."""
+    import triton
+
+    from sits_doctor.kernels import attention as att
+
+    monkeypatch.setattr(att, "_smem_limit", lambda: 227 * 1024)  # sm_90's per-block maximum
+    cfgs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=st)
+            for bm, bn, w, st in ((128, 64, 8, 3), (128, 128, 8, 3), (64, 64, 4, 3), (64, 32, 4, 4),
+                                  (16, 64, 4, 3))]
+
+    def kept(dtype, block_d, rows=4096):
+        args = {"MAX_ROWS": rows, "k_ptr": torch.empty(1, dtype=dtype)}
+        return [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_stages)
+                for c in att._prune(cfgs, args, BLOCK_D=block_d)]
+
+    assert kept(torch.bfloat16, 128) == [(128, 64, 3), (128, 128, 3), (64, 64, 3), (64, 32, 4), (16, 64, 3)]
+    assert kept(torch.bfloat16, 256) == [(64, 64, 3), (64, 32, 4), (16, 64, 3)]
+    assert kept(torch.float32, 128) == [(64, 64, 3), (64, 32, 4), (16, 64, 3)]
+    assert kept(torch.float32, 128, rows=16) == [(16, 64, 3)]  # the row-block prune still applies
+    # nothing fits: the smallest-index survivor of the row prune is kept rather than none
+    assert kept(torch.float32, 1024) == [(128, 64, 3)]
+    monkeypatch.setattr(att, "_smem_limit", lambda: None)  # off CUDA: no shared-memory prune
+    assert len(kept(torch.float32, 256)) == 5
