@@ -147,10 +147,42 @@ def _full_tile(base, cols, stride_n, stride_d, offs_d, mask_d, EVEN_D: tl.conste
 
 
 @triton.jit
+def _exp2_fma(x):
+    """2**x for finite x <= 0 without the special-function unit, and without float-to-int
+    conversions (F2I and FRND run at its quarter rate too): round(x) by the 1.5·2**23 trick, so
+    r = round(x) and its integer are adds and a bit cast; 2**(x - r) on [-0.5, 0.5] from a
+    degree-3 polynomial (relative error below 7.5e-5, fitted here by reweighted least squares; a
+    bf16 P is rounded to 2**-9 anyway); times 2**r added into the exponent bits. x is clamped at
+    -125, so the smallest result is about 2**-125 rather than 0, and never subnormal."""
+    x = tl.maximum(x, -125.0)
+    j = x + 12582912.0  # 1.5 * 2**23: round-to-nearest puts round(x) in the low mantissa bits
+    r = j - 12582912.0
+    f = x - r
+    p = 0.0551716685295105 * f + 0.2426111400127411
+    p = p * f + 0.6932609677314758
+    p = p * f + 0.9999280571937561
+    n = j.to(tl.int32, bitcast=True) - 0x4B400000  # round(x): the bits of j less those of 1.5 * 2**23
+    bits = p.to(tl.int32, bitcast=True) + (n << 23)
+    return bits.to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _exp2_tile(x, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EXP_SPLIT: tl.constexpr):
+    """exp2 of a [BLOCK_M, BLOCK_N] tile of finite values <= 0: all on the special-function unit
+    (MUFU.EX2), or with EXP_SPLIT every other column on the FMA pipe (_exp2_fma), so that the two
+    units share the softmax's exponentials (FlashAttention-4 does this on Blackwell; here an opt-in
+    variant to time on Hopper, ``prefill={"exp2": "split"}``)."""
+    if EXP_SPLIT:
+        a, b = tl.split(tl.reshape(x, (BLOCK_M, BLOCK_N // 2, 2)))
+        return tl.reshape(tl.join(tl.math.exp2(a), _exp2_fma(b)), (BLOCK_M, BLOCK_N))
+    return tl.math.exp2(x)
+
+
+@triton.jit
 def _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, offs_n, offs_d, mask_d,
                  pos, shift, len_k, lo, hi, n_full, qk_scale, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
                  BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-                 DOT_PRECISION: tl.constexpr):
+                 DOT_PRECISION: tl.constexpr, EXP_SPLIT: tl.constexpr = False):
     """Online softmax of one row tile over keys [lo, hi): blocks below ``n_full`` are visible to
     every row (no mask), the rest are masked bottom-right (query position i sees keys j <= i +
     shift). Returns the normalised output tile (a row that saw no key is 0) and its base-2 LSE
@@ -164,7 +196,7 @@ def _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, 
         k = _full_tile(k_base, cols, stride_kn, stride_kd, offs_d, mask_d, EVEN_D, DOT_IN_FP32)
         s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
         m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
-        p = tl.math.exp2(s * qk_scale - m_new[:, None])
+        p = _exp2_tile(s * qk_scale - m_new[:, None], BLOCK_M, BLOCK_N, EXP_SPLIT)  # unmasked: finite
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = _full_tile(v_base, cols, stride_vn, stride_vd, offs_d, mask_d, EVEN_D, DOT_IN_FP32)
@@ -202,7 +234,7 @@ def _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, 
 
 @triton.autotune(
     configs=_configs(),
-    key=["HEAD_DIM", "MAX_ROWS_BUCKET", "MAX_SEQLEN_K_BUCKET", "GROUP", "VARLEN", "NUM_SPLITS"],
+    key=["HEAD_DIM", "MAX_ROWS_BUCKET", "MAX_SEQLEN_K_BUCKET", "GROUP", "VARLEN", "NUM_SPLITS", "EXP_SPLIT"],
     prune_configs_by={"early_config_prune": _prune},
 )
 @triton.jit
@@ -217,7 +249,7 @@ def _causal_trim_fwd(
     MAX_ROWS_BUCKET, MAX_SEQLEN_K_BUCKET,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr,
     VARLEN: tl.constexpr, WRITE_LSE: tl.constexpr, PARTIAL: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-    EVEN_D: tl.constexpr, DOT_PRECISION: tl.constexpr, LPT: tl.constexpr,
+    EVEN_D: tl.constexpr, DOT_PRECISION: tl.constexpr, LPT: tl.constexpr, EXP_SPLIT: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # ---- this program: (sequence, kv head, row block, key split); heavy row blocks first ------
@@ -287,7 +319,7 @@ def _causal_trim_fwd(
 
     acc, lse2 = _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, offs_n, offs_d, mask_d,
                              pos, shift, len_k, lo, hi, n_full, qk_scale, BLOCK_M, BLOCK_D, BLOCK_N, EVEN_D,
-                             DOT_IN_FP32, DOT_PRECISION)
+                             DOT_IN_FP32, DOT_PRECISION, EXP_SPLIT)
     o_rows = out_ptr + split * stride_os + batch * stride_ob + head * stride_oh + (q_start + pos) * stride_om
     tl.store(o_rows[:, None] + offs_d[None, :] * stride_od, acc.to(out_ptr.dtype.element_ty),
              mask=row_ok[:, None] & mask_d[None, :])
@@ -634,7 +666,10 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
     ``block_n``, ``num_warps``, ``num_stages``. ``prefill``: ``use`` (True takes the Hopper
     descriptor kernel, which is never the default), ``block_m``, ``block_n``, ``num_warps``,
     ``num_stages``, ``warp_specialize``; ``order`` ("lpt": the autotuned kernel's programs
-    ordered heaviest row block of every head first; not yet timed on a GPU, so not the default)."""
+    ordered heaviest row block of every head first; slower on the H200 in every case timed on
+    2026-12-02, so not the default); ``exp2`` ("split": every other column of the unmasked
+    softmax tiles exponentiated on the FMA pipe, see ``_exp2_tile``; fp16/bf16 only; not yet
+    timed on a GPU)."""
     varlen = cu_seqlens_q is not None
     if varlen != (cu_seqlens_k is not None):
         raise ValueError("pass both cu_seqlens_q and cu_seqlens_k, or neither")
@@ -742,6 +777,11 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
 
     lpt = (prefill or {}).get("order") == "lpt"
     common["LPT"] = lpt
+    exp2 = (prefill or {}).get("exp2", "sfu")
+    if exp2 not in ("sfu", "split"):
+        raise ValueError(f"prefill exp2 must be 'sfu' or 'split', got {exp2!r}")
+    # the polynomial's 7.5e-5 is below a 16-bit P's rounding, not below fp32's
+    common["EXP_SPLIT"] = exp2 == "split" and q.dtype != torch.float32
 
     def grid(meta):
         if lpt:

@@ -12,8 +12,10 @@ import math
 
 import pytest
 import torch
+import triton
+import triton.language as tl
 
-from sits_doctor.kernels.attention import causal_attention, causal_attention_reference
+from sits_doctor.kernels.attention import _exp2_fma, causal_attention, causal_attention_reference
 
 TOL = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 2e-2}
 
@@ -350,3 +352,47 @@ def test_prune_drops_configs_whose_tiles_cannot_fit_shared_memory(monkeypatch):
     assert kept(torch.float32, 1024) == [(128, 64, 3)]
     monkeypatch.setattr(att, "_smem_limit", lambda: None)  # off CUDA: no shared-memory prune
     assert len(kept(torch.float32, 256)) == 5
+
+
+@triton.jit
+def _exp2_fma_kernel(x_ptr, y_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(y_ptr + offs, _exp2_fma(tl.load(x_ptr + offs)))
+
+
+def test_exp2_on_the_fma_pipe_is_within_its_stated_error():
+    """_exp2_fma (the polynomial exp2 of the "split" variant) against float64 2**x on [-140, 0]:
+    relative error below 7.5e-5 down to -125, and 2**-125 below that (the clamp), never 0 or NaN."""
+    x = torch.cat([torch.linspace(-140.0, 0.0, 4093), torch.tensor([-125.0, -0.5, -1e-7])])
+    x = torch.cat([x, torch.zeros(4096 + 4096 - x.numel())])[:8192]
+    y = torch.empty_like(x)
+    _exp2_fma_kernel[(1,)](x, y, N=8192)
+    want = torch.exp2(x.double().clamp(min=-125.0))
+    rel = ((y.double() - want) / want).abs()
+    assert rel.max().item() < 7.5e-5, rel.max().item()
+    assert torch.isfinite(y).all() and (y > 0).all()
+
+
+@pytest.mark.parametrize("sq, sk, hq, hk", [(70, 70, 4, 2), (37, 101, 6, 3), (1, 83, 8, 2)])
+def test_split_exp2_variant_matches_reference(sq, sk, hq, hk):
+    """prefill={"exp2": "split"}: the unmasked tiles' exponentials half on the polynomial; the
+    output stays within the bf16 tolerance of the float64 reference (shapes with full key tiles
+    below the diagonal, a chunk with q < k and a decode row), and fp32 inputs ignore the option."""
+    from sits_doctor.kernels.attention import _attention
+
+    g = torch.Generator().manual_seed(sq * 1000 + sk)
+    q = torch.randn(2, hq, sq, 32, generator=g)
+    k = torch.randn(2, hk, sk, 32, generator=g)
+    v = torch.randn(2, hk, sk, 32, generator=g)
+    ref, _ = causal_attention_reference(q, k, v)
+    qb, kb, vb = (t.to(torch.bfloat16) for t in (q, k, v))
+    got = _attention(qb, kb, vb, prefill={"exp2": "split"})
+    assert rel_err(got, ref) < TOL[torch.bfloat16]
+    base = _attention(qb, kb, vb)
+    # the variant changes the result (it is not the same code) by about the polynomial's error
+    if sk > 16:
+        assert 0 < (got.float() - base.float()).abs().max().item() < 2e-2
+    exact = _attention(q, k, v, prefill={"exp2": "split"})
+    assert torch.equal(exact, _attention(q, k, v))  # fp32: the option is ignored
+    with pytest.raises(ValueError, match="exp2"):
+        _attention(qb, kb, vb, prefill={"exp2": "poly"})
