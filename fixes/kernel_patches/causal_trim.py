@@ -42,11 +42,17 @@ CUDA (the CPU interpreter in tests) ``"table"`` takes the kernel. ``"kernel"`` a
 one path. Verification always runs with ``"kernel"``, so the kernel is what is checked against the
 unpatched model, on an unpadded and a left/right padded probe (see ``_core``), before the policy
 is switched to the one asked for. ``STATS`` counts ``kernel``, ``kernel:padded``, ``sdpa:<phase>``
-and ``fallback:<reason>`` (process-wide). An unpadded decode call on CUDA (no mask: every batch-1
-step) that the policy sends to sdpa, with no dropout and no window/softcap/sink kwarg set, is
-handed to ``sdpa_attention_forward`` before ``_unfit`` and ``route`` run: 1.4 µs of our host time
-per call instead of 3.6 µs (``python bench/attention_forward_overhead.py``: a tiny layer's call on
-a 2-core x86 CPU, transformers 5.24), with 32+ calls per generated token.
+and ``fallback:<reason>`` (process-wide).
+
+Decode calls sent to sdpa cost no more host time than the unpatched model's, since there are 32+
+per generated token. An unpadded one on CUDA (no mask: every batch-1 step) with no dropout and no
+window/softcap/sink kwarg skips ``_unfit`` and ``route``. Without a mask to apply (that one, or a
+routed step whose ``sdpa_mask`` skipped the mask) it makes the ``scaled_dot_product_attention``
+call transformers' ``sdpa_attention_forward`` makes for it (:func:`_sdpa_decode`), without that
+function's Python. ``python bench/attention_forward_overhead.py`` (a tiny layer's call on a 2-core
+x86 CPU, transformers 5.24, noise about ±1 µs): 1.7-2.4 µs per call less than transformers' own
+call without a mask; about equal to it (-0.2 to +1.0 µs) for a routed step with a padding mask;
+2.4-3.4 µs more through every check.
 
 Sliding-window layers (Mistral with ``sliding_window``, Qwen2/3 with ``use_sliding_window``, the
 ``sliding_attention`` layers of Gemma 3) are expressible by the causal kernel only while every key
@@ -238,7 +244,7 @@ def route(module, query, key, padded: bool) -> str:
     policy = module.__dict__.get(_POLICY_ATTR, "table")
     if policy != "table":
         return policy
-    if query.device.type != "cuda":
+    if not _on_cuda(query):
         return "kernel"
     return choose(phase_of(query.shape[2], key.shape[2]), padded, query.shape[0], key.shape[2])
 
@@ -260,6 +266,30 @@ def _fast_device(t) -> bool:
     return t.is_cuda
 
 
+def _lean_decode_ok(query, dropout, kwargs) -> bool:
+    """A maskless decode call that transformers' sdpa path turns into exactly :func:`_sdpa_decode`'s
+    call: on CUDA, one query, no dropout, and none of the kwargs its other branches read
+    (position bias, attention weights asked for) or that change the attention (softcap, sinks)."""
+    return (query.shape[2] == 1 and not dropout and _fast_device(query)
+            and kwargs.get("position_bias") is None and not kwargs.get("output_attentions")
+            and kwargs.get("softcap") is None and kwargs.get("s_aux") is None and kwargs.get("sinks") is None)
+
+
+def _sdpa_decode(module, query, key, value, scaling):
+    """The call transformers' ``sdpa_attention_forward`` makes for one unpadded decode step on CUDA
+    (no mask, one query, no dropout, no position bias: ``is_causal`` False, GQA through
+    ``enable_gqa`` for head dims up to 256; the same in transformers 5.17 and 5.24), made without
+    its Python around it, so a patched model's decode step costs no more host time than the
+    unpatched one's (32+ calls per generated token)."""
+    groups = getattr(module, "num_key_value_groups", 1)
+    if groups > 1 and not key.shape[-1] == value.shape[-1] <= 256:  # transformers repeats K/V then
+        return _sdpa_forward()(module, query, key, value, None, dropout=0.0, scaling=scaling)
+    out = torch.nn.functional.scaled_dot_product_attention(
+        query, key, value, attn_mask=None, dropout_p=0.0, scale=scaling, is_causal=False,
+        **({"enable_gqa": True} if groups > 1 else {}))
+    return out.transpose(1, 2).contiguous(), None
+
+
 @lru_cache(maxsize=1)
 def _sdpa_forward():
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
@@ -274,9 +304,13 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
     if type(attention_mask) is PaddedCausal and attention_mask.routed:
         # a decode step the mask function already sent to sdpa: transformers' own call, with as
         # little host time as possible on top (32+ calls per generated token); counted as
-        # sdpa:decode whatever the call would otherwise have fallen back for
+        # sdpa:decode whatever the call would otherwise have fallen back for. No mask to apply
+        # (sdpa_mask skipped it: no padding) is the lean call (_sdpa_decode) on CUDA.
         _count(module, "sdpa:decode")
-        return _sdpa_forward()(module, query, key, value, attention_mask.mask4d(), dropout=dropout,
+        mask = attention_mask.mask4d()
+        if mask is None and _lean_decode_ok(query, dropout, kwargs):
+            return _sdpa_decode(module, query, key, value, scaling)
+        return _sdpa_forward()(module, query, key, value, mask, dropout=dropout,
                                scaling=scaling, is_causal=is_causal, **kwargs)
     if (attention_mask is None and query.shape[2] == 1 and not dropout and _fast_device(query)
             and (_UNFIT_KWARGS.isdisjoint(kwargs) or all(kwargs.get(k) is None for k in _UNFIT_KWARGS))):
@@ -285,6 +319,8 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
         policy = module.__dict__.get(_POLICY_ATTR, "table")
         if policy == "sdpa" or (policy == "table" and choose("decode", False, query.shape[0], key.shape[2]) == "sdpa"):
             _count(module, "sdpa:decode")
+            if _lean_decode_ok(query, dropout, kwargs):
+                return _sdpa_decode(module, query, key, value, scaling)
             return _sdpa_forward()(module, query, key, value, None, dropout=dropout, scaling=scaling,
                                    is_causal=is_causal, **kwargs)
     padded = isinstance(attention_mask, PaddedCausal)

@@ -233,7 +233,7 @@ def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch):
     try:
         for decode_padded, runs_read in (("sdpa", [9]), ("kernel", [9, 1, 1, 1, 1])):
             causal_trim.set_table({("decode", True): [(2, 16, decode_padded)],
-                                   ("decode", False): [(2, 16, "sdpa")]})
+                                   ("decode", False): [(2, 16, "sdpa")], ("prefill", True): [(2, 16, "kernel")]})
             seen.clear()
             ps["causal_trim"].info["calls"].clear()
             got = m.generate(ids * mask, **kw)
@@ -284,10 +284,14 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch):
     monkeypatch.setattr(causal_trim, "_unfit", lambda *a: checked.append(a[1].shape[2]) or real_unfit(*a))
     monkeypatch.setattr(causal_trim, "_fast_device", lambda t: True)  # as on the GPU
     monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)
+    lean, real_lean = [], causal_trim._sdpa_decode
+    monkeypatch.setattr(causal_trim, "_sdpa_decode", lambda *a: lean.append(1) or real_lean(*a))
     calls = ps["causal_trim"].info["calls"]
     try:
         for decode, policy, n_checked in (("sdpa", "table", 0), ("kernel", "table", 3), ("sdpa", "kernel", 3)):
-            causal_trim.set_table({("decode", False): [(1, 16, decode)], ("decode", True): [(1, 16, decode)]})
+            lean.clear()
+            causal_trim.set_table({("decode", False): [(1, 16, decode)], ("decode", True): [(1, 16, decode)],
+                                   ("prefill", False): [(1, 16, "kernel")]})
             causal_trim.set_dispatch(ps["causal_trim"], policy)
             checked.clear()
             calls.clear()
@@ -297,8 +301,8 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch):
             assert len(decode_checks) == n_checked * n_layers, (decode, policy, checked)
             on_sdpa = 3 * n_layers if n_checked == 0 else 0
             assert calls["sdpa:decode"] == on_sdpa, (decode, policy, dict(calls))
-            # the prefill: on the kernel off CUDA whatever the table (route() reads the real device)
-            assert calls["kernel"] == n_layers + 3 * n_layers - on_sdpa
+            assert len(lean) == on_sdpa  # each one the lean call (transformers' own, without its Python)
+            assert calls["kernel"] == n_layers + 3 * n_layers - on_sdpa  # the prefill on the kernel
         # one layer's call with a sliding window: the checks run and name the reason
         causal_trim.set_dispatch(ps["causal_trim"], "table")
         causal_trim.set_table({("decode", False): [(1, 16, "sdpa")]})
@@ -312,6 +316,7 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch):
         assert calls["sdpa:decode"] == 2 and len(calls) == 2
         # the checks did not run for those two: off CUDA route() would have taken the kernel
         monkeypatch.setattr(causal_trim, "_fast_device", lambda t: False)
+        monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: False)  # the CPU as it is
         causal_trim.attention_forward(attn, q, k, k, None)
         assert calls["kernel"] == 1
     finally:
@@ -319,11 +324,89 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch):
         unpatch(ps)
 
 
+@pytest.mark.parametrize("hq, hk, d", [(4, 4, 16), (4, 2, 16), (8, 2, 24), (6, 3, 64)])
+def test_sdpa_decode_is_transformers_own_call(hq, hk, d):
+    """The unpadded decode fast path makes the call transformers' sdpa_attention_forward makes:
+    bit-identical outputs (and layout) for GQA groups 1-4 and several head dims."""
+    from types import SimpleNamespace
+
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    g = torch.Generator().manual_seed(hq * 100 + d)
+    module = SimpleNamespace(num_key_value_groups=hq // hk, is_causal=True)
+    q = torch.randn(3, hq, 1, d, generator=g)
+    k, v = torch.randn(3, hk, 29, d, generator=g), torch.randn(3, hk, 29, d, generator=g)
+    want, _ = sdpa_attention_forward(module, q, k, v, None, scaling=0.3)
+    got, none = causal_trim._sdpa_decode(module, q, k, v, 0.3)
+    assert none is None and torch.equal(got, want) and got.stride() == want.stride()
+
+
+def test_route_on_cuda_reads_the_table_by_phase_batch_and_keys(monkeypatch):
+    """route(): the module's policy when it is not "table"; off CUDA the kernel; on CUDA the table's
+    entry for the call's phase (from q and k lengths), padding, batch and key length."""
+    from types import SimpleNamespace
+
+    module = SimpleNamespace(is_causal=True)
+    causal_trim.set_table({("prefill", False): [(2, 64, "kernel")], ("chunk", False): [(2, 64, "sdpa")],
+                           ("decode", False): [(2, 64, "kernel")], ("decode", True): [(2, 64, "sdpa")],
+                           ("prefill", True): [(8, 64, "kernel"), (2, 64, "sdpa")]})
+    try:
+        q = lambda b, n: torch.empty(b, 4, n, 16)  # noqa: E731
+        k = lambda b, n: torch.empty(b, 2, n, 16)  # noqa: E731
+        assert causal_trim.route(module, q(2, 1), k(2, 64), False) == "kernel"  # off CUDA
+        monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)
+        assert causal_trim.route(module, q(2, 64), k(2, 64), False) == "kernel"  # prefill
+        assert causal_trim.route(module, q(2, 3), k(2, 64), False) == "sdpa"  # chunk
+        assert causal_trim.route(module, q(2, 1), k(2, 64), False) == "kernel"  # decode
+        assert causal_trim.route(module, q(2, 1), k(2, 64), True) == "sdpa"  # decode, padded
+        assert causal_trim.route(module, q(8, 64), k(8, 64), True) == "kernel"  # batch 8's entry
+        assert causal_trim.route(module, q(2, 64), k(2, 64), True) == "sdpa"  # batch 2's entry
+        module.__dict__[causal_trim._POLICY_ATTR] = "sdpa"
+        assert causal_trim.route(module, q(2, 64), k(2, 64), False) == "sdpa"
+    finally:
+        causal_trim.set_table(None)
+
+
+def test_routed_decode_takes_the_lean_call_only_without_a_mask(monkeypatch):
+    """A routed decode step (the mask function sent it to sdpa): with no mask to apply (sdpa_mask
+    skipped it) and nothing the lean call leaves out, the lean call; a real mask, a softcap, asked-for
+    attention weights, dropout or a position bias go to transformers' own function. Same values."""
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+    m = _tiny(7)
+    attn = m.model.layers[0].self_attn
+    g = torch.Generator().manual_seed(4)
+    q, k = torch.randn(2, 4, 1, 16, generator=g), torch.randn(2, 2, 9, 16, generator=g)
+    lean, full = [], []
+    real_lean = causal_trim._sdpa_decode
+    monkeypatch.setattr(causal_trim, "_sdpa_decode", lambda *a: lean.append(1) or real_lean(*a))
+    monkeypatch.setattr(causal_trim, "_sdpa_forward", lambda: lambda *a, **kw: full.append(sorted(kw)) or
+                        sdpa_attention_forward(*a, **kw))
+    monkeypatch.setattr(causal_trim, "_fast_device", lambda t: True)  # as on the GPU
+    routed = lambda mask: causal_trim.PaddedCausal(None, None, (2, 1, 1, 9), lambda: mask, routed=True)  # noqa: E731
+    want, _ = sdpa_attention_forward(attn, q, k, k, None, scaling=0.25)
+    got, _ = causal_trim.attention_forward(attn, q, k, k, routed(None), scaling=0.25)
+    assert torch.equal(got, want) and len(lean) == 1 and full == []
+    mask = torch.ones(2, 1, 1, 9, dtype=torch.bool)
+    mask[0, ..., :3] = False
+    got, _ = causal_trim.attention_forward(attn, q, k, k, routed(mask), scaling=0.25)
+    assert torch.equal(got, sdpa_attention_forward(attn, q, k, k, mask, scaling=0.25)[0]) and len(lean) == 1
+    for extra in ({"output_attentions": True}, {"position_bias": torch.zeros(2, 4, 1, 9)}, {"dropout": 0.1}):
+        causal_trim.attention_forward(attn, q, k, k, routed(None), scaling=0.25, **extra)
+    assert len(lean) == 1 and len(full) == 4
+    assert not causal_trim._lean_decode_ok(q, 0.0, {"softcap": 30.0})
+    assert not causal_trim._lean_decode_ok(q, 0.0, {"sinks": torch.zeros(4)})
+    assert not causal_trim._lean_decode_ok(torch.randn(2, 4, 3, 16), 0.0, {})  # not a decode call
+    assert causal_trim._lean_decode_ok(q, 0.0, {"sliding_window": 4096})  # the mask carries the window
+
+
 def test_routed_mask_is_built_once_even_when_none():
     """sdpa_mask answers None when it can skip the mask (no padding at decode); the next layer of the
     same forward must not build it again (a host sync each time on the GPU)."""
     builds = []
     marker = causal_trim.PaddedCausal(None, None, (1, 1, 1, 9), lambda: builds.append(1))
+    assert marker.ndim == 4 and marker.shape == (1, 1, 1, 9)  # describes the mask without building it
+    assert builds == []
     assert marker.mask4d() is None and marker.mask4d() is None
     assert builds == [1]
 
@@ -341,18 +424,24 @@ def _prefill_chunk_decode(m, ids):
     return torch.cat(outs, 1)
 
 
-def test_sdpa_policy_counts_each_phase_and_keeps_chunks_bottom_right():
+def test_sdpa_policy_counts_each_phase_and_keeps_chunks_bottom_right(monkeypatch):
     """Routed to sdpa (the policy every unmeasured GPU shape takes), a prefill, a chunk and a decode
     step are counted per phase, and the chunk gets the bottom-right mask it needs (sdpa's own
-    is_causal is top-left aligned): logits equal the unpatched model's."""
+    is_causal is top-left aligned) while the prefill and the decode step get none: logits equal
+    the unpatched model's."""
     m = _tiny(4)
     ids = torch.randint(3, 256, (1, 14), generator=torch.Generator().manual_seed(8))
     want = _prefill_chunk_decode(m, ids)
     ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=torch.Generator().manual_seed(9)))
+    real, masks = causal_trim._sdpa_forward(), []
+    monkeypatch.setattr(causal_trim, "_sdpa_forward", lambda: lambda mod, q, k, v, mask, **kw: masks.append(
+        (q.shape[2], None if mask is None else tuple(mask.shape))) or real(mod, q, k, v, mask, **kw))
     try:
         causal_trim.set_dispatch(ps["causal_trim"], "sdpa")
         before = dict(causal_trim.STATS)
         got = _prefill_chunk_decode(m, ids)
+        n_layers = m.config.num_hidden_layers
+        assert masks == [(10, None)] * n_layers + [(3, (1, 1, 3, 13))] * n_layers + [(1, None)] * n_layers
         assert (got - want).abs().max() < 1e-5
         n = m.config.num_hidden_layers
         calls = {k: v for k, v in ps["causal_trim"].info["calls"].items() if v}
@@ -384,6 +473,10 @@ def test_unfit_names_each_reason_a_call_cannot_take_the_kernel():
     assert why(query=q[0]) == "layout"
     assert why(query=torch.randn(1, 2, 10, 16)) == "q_longer_than_k"
     assert why(query=torch.randn(1, 2, 4, 8)) == "head_dim"
+    wide = torch.randn(1, 1, 9, 256)  # the kernel's largest head dim fits; one more does not
+    assert why(query=torch.randn(1, 2, 4, 256), key=wide, value=wide) is None
+    wider = torch.randn(1, 1, 9, 257)
+    assert why(query=torch.randn(1, 2, 4, 257), key=wider, value=wider) == "head_dim"
     assert why(query=q.to(torch.float64), key=k.to(torch.float64), value=k.to(torch.float64)) == "dtype"
     with torch.enable_grad():
         assert why(query=q.clone().requires_grad_()) == "autograd"

@@ -249,14 +249,18 @@ def test_the_attention_registration_outlives_every_model_but_the_last(short_prob
     a, b = _fresh(0), _fresh(1)
     before = (causal_trim.IMPL in AttentionInterface._global_mapping,
               causal_trim.IMPL in AttentionMaskInterface._global_mapping)  # another test's model may hold it
+    refs = causal_trim._registered["refs"]  # the holders before this test (the same reason)
     pa = patch(a, ["causal_trim"], probe=short_probe)
     pb = patch(b, ["causal_trim"], probe=short_probe)
+    assert causal_trim._registered["refs"] == refs + 2
     unpatch(pa)
+    assert causal_trim._registered["refs"] == refs + 1
     assert causal_trim.IMPL in AttentionInterface._global_mapping
     assert causal_trim.IMPL in AttentionMaskInterface._global_mapping
     with torch.no_grad():
         b(input_ids=short_probe)  # still runs through the registered functions
     unpatch(pb)
+    assert causal_trim._registered["refs"] == refs
     assert (causal_trim.IMPL in AttentionInterface._global_mapping,
             causal_trim.IMPL in AttentionMaskInterface._global_mapping) == before
 
