@@ -170,8 +170,11 @@ def _exp2_fma(x):
 def _exp2_tile(x, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EXP_SPLIT: tl.constexpr):
     """exp2 of a [BLOCK_M, BLOCK_N] tile of finite values <= 0: all on the special-function unit
     (MUFU.EX2), or with EXP_SPLIT every other column on the FMA pipe (_exp2_fma), so that the two
-    units share the softmax's exponentials (FlashAttention-4 does this on Blackwell; here an opt-in
-    variant to time on Hopper, ``prefill={"exp2": "split"}``)."""
+    units share the softmax's exponentials. FlashAttention-4 emulates part of its exponentials with
+    a cubic polynomial on Blackwell, where the exponential unit is the forward pass's bottleneck
+    (https://www.together.ai/blog/flashattention-4,
+    https://modal.com/blog/reverse-engineer-flash-attention-4); here an opt-in variant to time on
+    Hopper, ``prefill={"exp2": "split"}``."""
     if EXP_SPLIT:
         a, b = tl.split(tl.reshape(x, (BLOCK_M, BLOCK_N // 2, 2)))
         return tl.reshape(tl.join(tl.math.exp2(a), _exp2_fma(b)), (BLOCK_M, BLOCK_N))
