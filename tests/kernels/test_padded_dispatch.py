@@ -341,6 +341,21 @@ def test_sdpa_decode_is_transformers_own_call(hq, hk, d):
     assert none is None and torch.equal(got, want) and got.stride() == want.stride()
 
 
+def test_sdpa_decode_takes_transformers_path_only_past_head_dim_256(monkeypatch):
+    """With GQA, head dims up to 256 are the lean call (transformers passes enable_gqa there); past
+    256 transformers repeats K/V instead, so the call is handed to it."""
+    from types import SimpleNamespace
+
+    handed = []
+    monkeypatch.setattr(causal_trim, "_sdpa_forward", lambda: lambda *a, **kw: handed.append(1) or (None, None))
+    module = SimpleNamespace(num_key_value_groups=2, is_causal=True)
+    for d, want in ((256, []), (264, [1])):
+        handed.clear()
+        q, k = torch.randn(1, 4, 1, d), torch.randn(1, 2, 5, d)
+        causal_trim._sdpa_decode(module, q, k, k, 0.1)
+        assert handed == want, d
+
+
 def test_route_on_cuda_reads_the_table_by_phase_batch_and_keys(monkeypatch):
     """route(): the module's policy when it is not "table"; off CUDA the kernel; on CUDA the table's
     entry for the call's phase (from q and k lengths), padding, batch and key length."""
@@ -361,6 +376,9 @@ def test_route_on_cuda_reads_the_table_by_phase_batch_and_keys(monkeypatch):
         assert causal_trim.route(module, q(2, 1), k(2, 64), True) == "sdpa"  # decode, padded
         assert causal_trim.route(module, q(8, 64), k(8, 64), True) == "kernel"  # batch 8's entry
         assert causal_trim.route(module, q(2, 64), k(2, 64), True) == "sdpa"  # batch 2's entry
+        causal_trim.set_table({("decode", False): [(1, 64, "kernel"), (2, 64, "sdpa")]})
+        assert causal_trim.route(module, q(1, 1), k(1, 64), False) == "kernel"  # batch 1 is its own entry
+        assert causal_trim.route(module, q(2, 1), k(2, 64), False) == "sdpa"
         module.__dict__[causal_trim._POLICY_ATTR] = "sdpa"
         assert causal_trim.route(module, q(2, 64), k(2, 64), False) == "sdpa"
     finally:
