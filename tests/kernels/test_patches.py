@@ -145,6 +145,8 @@ def test_verification_refusal_rolls_back(model, short_probe):
         ("causal_trim", {"attn_logit_softcapping": 30.0}, "softcapping"),
         ("causal_trim", {"is_causal": False}, "is_causal is False"),
         ("causal_trim", {"model_type": "gpt2"}, "model_type"),
+        # an explicit head_dim wins over hidden_size / heads (the fixture's is 16 either way)
+        ("causal_trim", {"head_dim": 320}, "head_dim 320 > 256"),
         ("rope_hoist", {"rope_parameters": {"rope_type": "dynamic", "factor": 2.0, "rope_theta": 1e4}},
          "dynamic"),
         ("act_calib", {}, "training"),
