@@ -418,6 +418,17 @@ def test_routed_decode_takes_the_lean_call_only_without_a_mask(monkeypatch):
     assert causal_trim._lean_decode_ok(q, 0.0, {"sliding_window": 4096})  # the mask carries the window
 
 
+def test_mask_function_reads_the_padding_of_the_keys_it_is_asked_about():
+    """A 2-D padding mask longer than the keys (keys from an offset: transformers pads a short mask
+    but does not cut a long one) is read from kv_offset on: the runs are those of the asked keys."""
+    mask = torch.ones(2, 12, dtype=torch.bool)
+    mask[0, 3:5] = False  # padding at keys 3 and 4, i.e. the first two of keys [3, 12)
+    mask[1, :3] = False  # padding only before the offset: none among the asked keys
+    got = causal_trim.mask_function(2, 9, 9, q_offset=3, kv_offset=3, attention_mask=mask)
+    assert isinstance(got, causal_trim.PaddedCausal)
+    assert got.bounds_k.tolist() == [[2, 9], [0, 9]] and got.bounds_q.tolist() == [[2, 9], [0, 9]]
+
+
 def test_routed_mask_is_built_once_even_when_none():
     """sdpa_mask answers None when it can skip the mask (no padding at decode); the next layer of the
     same forward must not build it again (a host sync each time on the GPU)."""
