@@ -281,3 +281,19 @@ def test_act_calib_keeps_gradients_when_training_after_patching(short_probe):
     finally:
         m.eval()
         unpatch(ps)
+
+
+def test_causal_trim_accepts_head_dim_256(model):
+    """256 is the kernel's largest head dim: check() lets it through (257 and up are refused above)."""
+    saved = model.config.__dict__.get("head_dim")
+    try:
+        model.config.head_dim = 256
+        causal_trim.check(model)  # no PatchRefused
+        model.config.head_dim = 257
+        with pytest.raises(PatchRefused, match="head_dim 257 > 256"):
+            causal_trim.check(model)
+    finally:
+        if saved is None:
+            model.config.__dict__.pop("head_dim", None)
+        else:
+            model.config.head_dim = saved
