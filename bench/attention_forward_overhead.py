@@ -69,7 +69,7 @@ def main() -> None:
         "no mask, every check": (hook(None), False),  # the fast path off: _unfit, then route
     }
     table = causal_trim._table()
-    real = causal_trim._fast_device, causal_trim.route
+    real = causal_trim._on_cuda, causal_trim.route
     best = dict.fromkeys(cases, float("inf"))
     try:
         causal_trim.set_table({("decode", False): [(8, 40, "sdpa")]})
@@ -77,10 +77,10 @@ def main() -> None:
         with torch.no_grad():
             for _ in range(5):
                 for name, (fn, fast) in cases.items():
-                    causal_trim._fast_device = lambda t, fast=fast: fast
+                    causal_trim._on_cuda = lambda t, fast=fast: fast and t is not None
                     best[name] = min(best[name], best_us(fn, repeat=1))
     finally:
-        causal_trim._fast_device, causal_trim.route = real
+        causal_trim._on_cuda, causal_trim.route = real
         causal_trim.set_table(table)
     base = {"routed, mask": "sdpa, mask"}
     print(f"sdpa_attention_forward: {best['sdpa, mask']:.2f} us with the mask, {best['sdpa, no mask']:.2f} us without")

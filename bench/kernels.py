@@ -614,10 +614,12 @@ def main() -> None:
     checks, selfchecks, rows, stages = [], [], [], {}
     t0 = time.perf_counter()
 
+    def report() -> dict:
+        return {"env": env, "ceilings": ceil, "stages_s": stages, "checks": checks, "selfchecks": selfchecks,
+                "rows": rows, "autotuned": autotuned()}
+
     def save():
-        (args.out / "kernels.json").write_text(json.dumps(
-            {"env": env, "ceilings": ceil, "stages_s": stages, "checks": checks, "selfchecks": selfchecks,
-             "rows": rows, "autotuned": autotuned()}, indent=2))
+        (args.out / "kernels.json").write_text(json.dumps(report(), indent=2))
 
     def stage(name, fn, into):
         """One part of the run, logged with its time and saved as soon as it ends: a run cut short
@@ -639,7 +641,7 @@ def main() -> None:
     stage("rope and act_quant timing", lambda: extra_cases(dev), rows)
     stage("correctness fp32", lambda: check_attention(dev, torch.float32), checks)
     save()
-    text = render(json.loads((args.out / "kernels.json").read_text()))
+    text = render(report())
     (args.out / "kernels.md").write_text(text)
     print(text)
 

@@ -260,18 +260,17 @@ def _count(module, key: str) -> None:
 _UNFIT_KWARGS = frozenset({"sliding_window", "softcap", "s_aux", "sinks"})  # kwargs that may send a call to sdpa
 
 
-def _fast_device(t) -> bool:
-    """The device whose unpadded decode calls may skip the checks: CUDA (off it, "table" takes the
-    kernel, see :func:`route`)."""
-    return t.is_cuda
+def _sdpa_extras(kwargs) -> bool:
+    """kwargs that send transformers' sdpa path down another branch than :func:`_sdpa_decode`'s
+    call: a position bias, or attention weights asked for."""
+    return kwargs.get("position_bias") is not None or bool(kwargs.get("output_attentions"))
 
 
 def _lean_decode_ok(query, dropout, kwargs) -> bool:
     """A maskless decode call that transformers' sdpa path turns into exactly :func:`_sdpa_decode`'s
-    call: on CUDA, one query, no dropout, and none of the kwargs its other branches read
-    (position bias, attention weights asked for) or that change the attention (softcap, sinks)."""
-    return (query.shape[2] == 1 and not dropout and _fast_device(query)
-            and kwargs.get("position_bias") is None and not kwargs.get("output_attentions")
+    call: on CUDA, one query, no dropout, none of :func:`_sdpa_extras`, and nothing that changes
+    the attention (softcap, sinks)."""
+    return (query.shape[2] == 1 and not dropout and _on_cuda(query) and not _sdpa_extras(kwargs)
             and kwargs.get("softcap") is None and kwargs.get("s_aux") is None and kwargs.get("sinks") is None)
 
 
@@ -312,14 +311,14 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
             return _sdpa_decode(module, query, key, value, scaling)
         return _sdpa_forward()(module, query, key, value, mask, dropout=dropout,
                                scaling=scaling, is_causal=is_causal, **kwargs)
-    if (attention_mask is None and query.shape[2] == 1 and not dropout and _fast_device(query)
+    if (attention_mask is None and query.shape[2] == 1 and not dropout and _on_cuda(query)
             and (_UNFIT_KWARGS.isdisjoint(kwargs) or all(kwargs.get(k) is None for k in _UNFIT_KWARGS))):
         # an unpadded decode step (batch 1 never has a mask here): once per layer per token, so the
         # policy is looked up inline; a call the policy sends to sdpa is transformers' own call
         policy = module.__dict__.get(_POLICY_ATTR, "table")
         if policy == "sdpa" or (policy == "table" and choose("decode", False, query.shape[0], key.shape[2]) == "sdpa"):
             _count(module, "sdpa:decode")
-            if _lean_decode_ok(query, dropout, kwargs):
+            if not _sdpa_extras(kwargs):  # the gate above checked the rest of _lean_decode_ok
                 return _sdpa_decode(module, query, key, value, scaling)
             return _sdpa_forward()(module, query, key, value, None, dropout=dropout, scaling=scaling,
                                    is_causal=is_causal, **kwargs)
@@ -358,7 +357,9 @@ def attention_forward(module, query, key, value, attention_mask, dropout=0.0, sc
 
 
 def _on_cuda(t) -> bool:
-    return t is not None and t.device.type == "cuda"
+    """A CUDA tensor: where "table" reads the dispatch table (off it, the kernel, see :func:`route`)
+    and where decode calls sent to sdpa may skip the checks."""
+    return t is not None and t.is_cuda
 
 
 def decode_routes_to_sdpa(config, batch: int, kv_length: int) -> bool:

@@ -330,8 +330,6 @@ def test_prune_drops_configs_whose_tiles_cannot_fit_shared_memory(monkeypatch):
     """The autotuner's early prune: a config whose Q tile and num_stages K/V tiles exceed the
     device's shared memory is dropped before it is compiled (it would only fail at load); what fits
     stays, including the configs the H200 chose (128×128 ×3 at D=128 bf16, 64×64 ×3 at D=256)."""
-    import triton
-
     from sits_doctor.kernels import attention as att
 
     monkeypatch.setattr(att, "_smem_limit", lambda: 227 * 1024)  # sm_90's per-block maximum

@@ -282,8 +282,7 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch):
     checked = []
     real_unfit = causal_trim._unfit
     monkeypatch.setattr(causal_trim, "_unfit", lambda *a: checked.append(a[1].shape[2]) or real_unfit(*a))
-    monkeypatch.setattr(causal_trim, "_fast_device", lambda t: True)  # as on the GPU
-    monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)
+    monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
     lean, real_lean = [], causal_trim._sdpa_decode
     monkeypatch.setattr(causal_trim, "_sdpa_decode", lambda *a: lean.append(1) or real_lean(*a))
     calls = ps["causal_trim"].info["calls"]
@@ -315,7 +314,6 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch):
         causal_trim.attention_forward(attn, q, k, k, None)
         assert calls["sdpa:decode"] == 2 and len(calls) == 2
         # the checks did not run for those two: off CUDA route() would have taken the kernel
-        monkeypatch.setattr(causal_trim, "_fast_device", lambda t: False)
         monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: False)  # the CPU as it is
         causal_trim.attention_forward(attn, q, k, k, None)
         assert calls["kernel"] == 1
@@ -400,7 +398,7 @@ def test_routed_decode_takes_the_lean_call_only_without_a_mask(monkeypatch):
     monkeypatch.setattr(causal_trim, "_sdpa_decode", lambda *a: lean.append(1) or real_lean(*a))
     monkeypatch.setattr(causal_trim, "_sdpa_forward", lambda: lambda *a, **kw: full.append(sorted(kw)) or
                         sdpa_attention_forward(*a, **kw))
-    monkeypatch.setattr(causal_trim, "_fast_device", lambda t: True)  # as on the GPU
+    monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
     routed = lambda mask: causal_trim.PaddedCausal(None, None, (2, 1, 1, 9), lambda: mask, routed=True)  # noqa: E731
     want, _ = sdpa_attention_forward(attn, q, k, k, None, scaling=0.25)
     got, _ = causal_trim.attention_forward(attn, q, k, k, routed(None), scaling=0.25)
