@@ -44,6 +44,15 @@ unpatched model, on an unpadded and a left/right padded probe (see ``_core``), b
 is switched to the one asked for. ``STATS`` counts ``kernel``, ``kernel:padded``, ``sdpa:<phase>``
 and ``fallback:<reason>`` (process-wide).
 
+A decode step the policy sends to sdpa whatever the padding is, before any of it runs, switched to
+transformers' own ``"sdpa"`` (a forward pre-hook on the model's base reads the step's token count,
+batch and dynamic cache; a forward hook sets the name back after the step): mask and layers are
+then the unpatched model's own code, with two hook calls per step on top (see
+``_install_step_switch``). The end-to-end benchmark measured the per-call route below at 0.97-0.99×
+the unpatched model's batch-1 decode on the H200 (host-bound steps), which is why whole steps are
+switched. Steps the switch cannot read (arguments given positionally, a static cache) take the
+per-call paths below.
+
 Decode calls sent to sdpa cost no more host time than the unpatched model's, since there are 32+
 per generated token. An unpadded one on CUDA (no mask: every batch-1 step) with no dropout and no
 window/softcap/sink kwarg skips ``_unfit`` and ``route``. Without a mask to apply (that one, or a
@@ -534,11 +543,65 @@ def install(model, *, dispatch: str = "table"):
         for m in _attention_modules(model):
             m.__dict__[_STATS_ATTR] = own
         undo.push(lambda: [m.__dict__.pop(_STATS_ATTR, None) for m in _attention_modules(model)])
+        switch = _install_step_switch(model, own)
+        undo.push(switch)
     except BaseException:
         undo()
         raise
     return undo, {"previous_attn_implementation": previous, "stats": STATS, "dispatch": dispatch,
-                  "calls": own, "sliding_layers": sliding_layers(model)}
+                  "calls": own, "sliding_layers": sliding_layers(model), "step_switch": switch}
+
+
+def _install_step_switch(model, own: Counter):
+    """A forward pre-hook on the model's base (the module that builds the masks) that picks the
+    attention implementation of each step before any of it runs: transformers' own ``"sdpa"`` for a
+    decode step the policy sends to sdpa whatever the padding (:func:`decode_routes_to_sdpa`), this
+    patch's otherwise. Such a step then is the unpatched model's step, mask and every layer's call,
+    with one hook call on top instead of 32+ calls through :func:`attention_forward`. It applies to
+    one-token steps over a dynamic cache on CUDA, given as keywords (what ``generate`` and the
+    ``*ForCausalLM`` classes pass); any other call keeps this patch's implementation, whose own
+    per-call paths handle it. The layers' calls are counted as ``sdpa:decode`` here. After the
+    step (returned or raised) the name is this patch's again. Returns the undo."""
+    base = getattr(model, "base_model", model)
+    configs = {id(c): c for c in [model.config] + [getattr(m, "config", None) for m in _attention_modules(model)]
+               if c is not None and getattr(c, "_attn_implementation_internal", None) == IMPL}
+    targets = list(configs.values())
+    n_layers = len(_attention_modules(model))
+    config = model.config
+
+    def mode(kwargs) -> str:
+        x = kwargs.get("input_ids")
+        if x is None:
+            x = kwargs.get("inputs_embeds")
+        past = kwargs.get("cache")  # transformers 5.24; past_key_values in 5.17
+        if past is None:
+            past = kwargs.get("past_key_values")
+        if (x is None or x.dim() < 2 or x.shape[1] != 1 or past is None or not _on_cuda(x)
+                or getattr(past, "is_compileable", True)):  # static caches: get_seq_length syncs
+            return IMPL
+        return "sdpa" if decode_routes_to_sdpa(config, x.shape[0], past.get_seq_length() + 1) else IMPL
+
+    def pre_hook(module, args, kwargs):
+        impl = mode(kwargs)
+        for c in targets:
+            c._attn_implementation_internal = impl
+        if impl == "sdpa":
+            STATS["sdpa:decode"] += n_layers
+            if not _PROBING[0]:
+                own["sdpa:decode"] += n_layers
+
+    def restore(*_):  # after the step, raised or not: outside a forward the name is this patch's
+        for c in targets:
+            c._attn_implementation_internal = IMPL
+
+    handles = [base.register_forward_pre_hook(pre_hook, with_kwargs=True),
+               base.register_forward_hook(restore, always_call=True)]
+
+    def undo():
+        for h in handles:
+            h.remove()
+        restore()
+    return undo
 
 
 def sliding_layers(model) -> list[int]:

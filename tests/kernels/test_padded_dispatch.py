@@ -206,10 +206,14 @@ def test_rope_hoist_decode_steps_do_not_sync():
         unpatch(ps)
 
 
-def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch):
+@pytest.mark.parametrize("switch", [True, False])
+def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch, switch):
     """A decode step that the table sends to sdpa whether padded or not gets transformers' own
     mask, without the padding runs being looked for (their host sync and launches); tokens equal
-    the unpatched model's. One padded decode entry on the kernel: every step reads the runs again."""
+    the unpatched model's. One padded decode entry on the kernel: every step reads the runs again.
+    With the step switch (the default) such a step runs under transformers' own "sdpa" name, mask
+    and layers alike; without it (a call the switch cannot read) the mask function builds
+    transformers' mask and every layer's call goes to sdpa."""
     m = _tiny(3)
     n_layers = m.config.num_hidden_layers
     g = torch.Generator().manual_seed(5)
@@ -229,7 +233,11 @@ def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch):
     real_sdpa_mask = mu.sdpa_mask
     monkeypatch.setattr(mu, "sdpa_mask", lambda *a, **k: built.append(1) or events.append("mask")
                         or real_sdpa_mask(*a, **k))
-    hook = m.model.layers[0].self_attn.register_forward_pre_hook(lambda *a: events.append("layer 0"))
+    attn0 = m.model.layers[0].self_attn
+    hook = attn0.register_forward_pre_hook(lambda *a: events.append("layer 0 " + attn0.config._attn_implementation))
+    if not switch:
+        ps["causal_trim"].info["step_switch"]()
+    ours = "layer 0 " + causal_trim.IMPL
     try:
         for decode_padded, runs_read in (("sdpa", [9]), ("kernel", [9, 1, 1, 1, 1])):
             causal_trim.set_table({("decode", True): [(2, 16, decode_padded)],
@@ -239,10 +247,14 @@ def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch):
             got = m.generate(ids * mask, **kw)
             assert torch.equal(got, want), decode_padded
             assert seen == runs_read, decode_padded  # the prefill, then each decode step or none
-            # one mask per forward, not per layer (an unpadded step's mask is None: built once too)
-            assert len(built) == (4 if decode_padded == "sdpa" else 0), (decode_padded, len(built))
-            if decode_padded == "sdpa":  # built in the mask function, before the step's first layer
-                assert events == ["layer 0"] + ["mask", "layer 0"] * 4, events
+            if switch:  # transformers' own steps: its registered sdpa_mask, not the module's name
+                step = ["layer 0 sdpa"] if decode_padded == "sdpa" else [ours]
+                assert built == [] and events == [ours] + step * 4, events
+                assert m.config._attn_implementation == causal_trim.IMPL  # set back after each step
+            else:  # one mask per forward, not per layer (an unpadded step's mask is None: built once too)
+                assert len(built) == (4 if decode_padded == "sdpa" else 0), (decode_padded, len(built))
+                if decode_padded == "sdpa":  # built in the mask function, before the step's first layer
+                    assert events == [ours] + ["mask", ours] * 4, events
             built.clear()
             events.clear()
             calls = ps["causal_trim"].info["calls"]
@@ -267,11 +279,75 @@ def test_decode_routed_to_sdpa_skips_the_padding_runs(monkeypatch):
     assert not causal_trim.decode_routes_to_sdpa(cfg, 2, 12)  # reverted: the config is forgotten
 
 
-def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch):
+def test_step_switch_runs_routed_decode_steps_as_transformers_sdpa(monkeypatch):
+    """The step switch reads one forward's arguments: a one-token step over a dynamic cache on CUDA
+    that the policy sends to sdpa runs under transformers' "sdpa" name (every layer sees it, the
+    layers counted as sdpa:decode), whichever name the cache keyword has (``cache`` in 5.24,
+    ``past_key_values`` in 5.17); a static cache, two tokens, a CPU tensor or the kernel policy
+    keep the patch's name. After the step, returned or raised, the name is the patch's again;
+    unpatching removes the hooks and restores the name the model had."""
+    from transformers import DynamicCache, StaticCache
+
+    m = _tiny(7)
+    n_layers = m.config.num_hidden_layers
+    base_hooks = (len(m.model._forward_pre_hooks), len(m.model._forward_hooks))
+    ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=torch.Generator().manual_seed(7)))
+    monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None and t.device.type == "cpu")  # as on the GPU
+    causal_trim.set_table({("decode", False): [(1, 16, "sdpa")], ("decode", True): [(1, 16, "sdpa")]})
+    attn0 = m.model.layers[0].self_attn
+    seen = []
+    spy = attn0.register_forward_pre_hook(lambda *a: seen.append(attn0.config._attn_implementation))
+    calls = ps["causal_trim"].info["calls"]
+    ids = torch.randint(3, 256, (1, 8), generator=torch.Generator().manual_seed(8))
+
+    def step(cache_kw="cache", cache=None, n=1, ids_=None):
+        cache = cache if cache is not None else DynamicCache(config=m.config)
+        with torch.no_grad():
+            m.model(input_ids=ids[:, :5], cache=cache, use_cache=True)  # the prompt (5 tokens)
+            seen.clear()
+            calls.clear()
+            m.model(input_ids=ids_ if ids_ is not None else ids[:, 5:5 + n], **{cache_kw: cache}, use_cache=True)
+        assert m.config._attn_implementation == causal_trim.IMPL  # set back after the step
+        return seen[-1], calls["sdpa:decode"]
+
+    try:
+        assert step() == ("sdpa", n_layers)
+        assert step("past_key_values") == ("sdpa", n_layers)
+        static = StaticCache(config=m.config, max_cache_len=16)
+        assert step(cache=static) == (causal_trim.IMPL, 0)  # static: get_seq_length would sync
+        assert step(n=2)[0] == causal_trim.IMPL  # a chunk, not a decode step
+        assert step(ids_=ids[:, 5:6].to("meta"))[0] == causal_trim.IMPL  # not on CUDA (the spy's
+        # "CPU is CUDA" does not hold for meta): the checks cannot pass, the name stays
+    except NotImplementedError:  # a meta tensor cannot run the layers; the switch has decided by then
+        assert seen and seen[-1] == causal_trim.IMPL
+    try:
+        causal_trim.set_dispatch(ps["causal_trim"], "kernel")  # what verification runs
+        assert step() == (causal_trim.IMPL, 0)
+        causal_trim.set_dispatch(ps["causal_trim"], "table")
+        def explode(module, args, kwargs):  # in the decode step only (the prompt runs first)
+            if kwargs.get("hidden_states", args[0] if args else None).shape[1] == 1:
+                raise RuntimeError("boom")
+
+        boom = m.model.layers[1].register_forward_pre_hook(explode, with_kwargs=True)
+        with pytest.raises(RuntimeError, match="boom"):
+            step()
+        boom.remove()
+        assert seen[-1] == "sdpa" and m.config._attn_implementation == causal_trim.IMPL  # raised: set back
+    finally:
+        spy.remove()
+        causal_trim.set_table(None)
+        unpatch(ps)
+    assert (len(m.model._forward_pre_hooks), len(m.model._forward_hooks)) == base_hooks
+    assert m.config._attn_implementation == ps["causal_trim"].info["previous_attn_implementation"]
+
+
+@pytest.mark.parametrize("switch", [True, False])
+def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch, switch):
     """Batch-1 generate on CUDA: every decode call the table sends to sdpa goes straight to
     transformers' own function (no ``_unfit`` / ``route``, once per layer per token), tokens equal
     the unpatched model's; with the decode entry on the kernel, or the "kernel" policy, or a kwarg
-    the kernel cannot take, the checks run as before."""
+    the kernel cannot take, the checks run as before. With the step switch the whole step runs
+    under transformers' "sdpa" (not even the lean call); without it each call is the lean call."""
     m = _tiny(6)
     n_layers = m.config.num_hidden_layers
     ids = torch.randint(3, 256, (1, 7), generator=torch.Generator().manual_seed(6))
@@ -286,6 +362,8 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch):
     lean, real_lean = [], causal_trim._sdpa_decode
     monkeypatch.setattr(causal_trim, "_sdpa_decode", lambda *a: lean.append(1) or real_lean(*a))
     calls = ps["causal_trim"].info["calls"]
+    if not switch:
+        ps["causal_trim"].info["step_switch"]()
     try:
         for decode, policy, n_checked in (("sdpa", "table", 0), ("kernel", "table", 3), ("sdpa", "kernel", 3)):
             lean.clear()
@@ -300,7 +378,8 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch):
             assert len(decode_checks) == n_checked * n_layers, (decode, policy, checked)
             on_sdpa = 3 * n_layers if n_checked == 0 else 0
             assert calls["sdpa:decode"] == on_sdpa, (decode, policy, dict(calls))
-            assert len(lean) == on_sdpa  # each one the lean call (transformers' own, without its Python)
+            # without the switch each one is the lean call (transformers' own, without its Python)
+            assert len(lean) == (0 if switch else on_sdpa)
             assert calls["kernel"] == n_layers + 3 * n_layers - on_sdpa  # the prefill on the kernel
         # one layer's call with a sliding window: the checks run and name the reason
         causal_trim.set_dispatch(ps["causal_trim"], "table")
