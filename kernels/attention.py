@@ -416,6 +416,52 @@ def _merge_tile(
 
 
 @triton.jit
+def _merge_row(
+    out_ptr, stride_ob, stride_oh, stride_om, stride_od,
+    lse_ptr, stride_lb, stride_lh, stride_lm,
+    part_ptr, plse_ptr, tile, batch, kv_head, q_start, len_q, NUM_SPLITS, r,
+    HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr, ROWS: tl.constexpr,
+    SPLIT_CHUNK: tl.constexpr, WRITE_LSE: tl.constexpr,
+):
+    """Merge row ``r`` of one tile's split partials (the layout of :func:`_merge_tile`): the row's
+    LSEs are one [SPLIT_CHUNK] vector and their weights one exponential per split, where
+    :func:`_merge_tile` (columns of several rows) loads and exponentiates one per (split, column).
+    On the H200 that per-column form made the batch-1 merge 6.7 µs against cuDNN's 4.0 µs (ncu,
+    2026-12-02: 188k instructions and 220 registers against 80k and 32)."""
+    d = tl.arange(0, BLOCK_D)
+    pos = r // GROUP
+    row_ok = pos < len_q
+    n_live = tl.where(row_ok, NUM_SPLITS, 0)  # a row past the sequence's end reads nothing
+    ok = d < tl.where(row_ok, HEAD_DIM, 0)
+    pl = plse_ptr + tile * NUM_SPLITS * ROWS + r
+    pp = part_ptr + tile * NUM_SPLITS * (ROWS * BLOCK_D) + r * BLOCK_D
+    m = float("-inf")
+    total = 0.0
+    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
+    for s0 in range(0, NUM_SPLITS, SPLIT_CHUNK):
+        sc = s0 + tl.arange(0, SPLIT_CHUNK)
+        live = sc < n_live
+        l = tl.load(pl + sc * ROWS, mask=live, other=float("-inf"), cache_modifier=".cg")
+        p = tl.load(pp + sc[:, None] * (ROWS * BLOCK_D) + d[None, :], mask=live[:, None] & ok[None, :],
+                    other=0.0, cache_modifier=".cg")
+        m_new = tl.maximum(m, tl.max(l, 0))
+        m_safe = tl.where(m_new == float("-inf"), 0.0, m_new)  # no split saw the row yet
+        alpha = tl.math.exp2(m - m_safe)
+        w = tl.math.exp2(l - m_safe)
+        acc = acc * alpha + tl.sum(w[:, None] * p, 0)
+        total = total * alpha + tl.sum(w, 0)
+        m = m_new
+    seen = total > 0.0
+    acc = acc / tl.where(seen, total, 1.0)
+    head = kv_head * GROUP + r % GROUP
+    row_off = batch * stride_ob + head * stride_oh + (q_start + pos) * stride_om
+    tl.store(out_ptr + row_off + d * stride_od, acc.to(out_ptr.dtype.element_ty), mask=ok)
+    if WRITE_LSE:
+        lse = tl.where(seen, (m + tl.math.log2(tl.where(seen, total, 1.0))) * 0.6931471805599453, float("-inf"))
+        tl.store(lse_ptr + batch * stride_lb + head * stride_lh + (q_start + pos) * stride_lm, lse, mask=row_ok)
+
+
+@triton.jit
 def _decode_fwd(
     out_ptr, stride_ob, stride_oh, stride_om, stride_od,
     lse_ptr, stride_lb, stride_lh, stride_lm,
@@ -533,10 +579,10 @@ def _merge_splits(
     else:
         q_start = 0
         len_q = seqlen_q
-    _merge_tile(out_ptr, stride_ob, stride_oh, stride_om, stride_od,
-                lse_ptr, stride_lb, stride_lh, stride_lm,
-                part_ptr, plse_ptr, tile, batch, kv_head, q_start, len_q, NUM_SPLITS, row * BLOCK_D,
-                HEAD_DIM, BLOCK_D, GROUP, ROWS, BLOCK_D, SPLIT_CHUNK, WRITE_LSE)
+    _merge_row(out_ptr, stride_ob, stride_oh, stride_om, stride_od,
+               lse_ptr, stride_lb, stride_lh, stride_lm,
+               part_ptr, plse_ptr, tile, batch, kv_head, q_start, len_q, NUM_SPLITS, row,
+               HEAD_DIM, BLOCK_D, GROUP, ROWS, SPLIT_CHUNK, WRITE_LSE)
 
 
 @triton.jit

@@ -224,6 +224,7 @@ from sits_doctor.kernels import attention as attention_module  # noqa: E402
         (2, 16, 4, 5, 301, 32, 6),   # 5 queries over 301 keys (speculative decoding): rows 20
         (1, 4, 4, 3, 2, 16, 2),      # q_len > k_len: the first query sees nothing; a split is empty
         (3, 32, 8, 2, 77, 128, 1),   # one split: handed to the autotuned kernel
+        (1, 4, 2, 1, 1270, 256, 40),  # D 256: the separate merge reads its 40 splits (all holding keys) in two chunks of 32
     ],
 )
 def test_decode_path_matches_reference(b, hq, hk, sq, sk, d, splits, mode):
@@ -238,7 +239,8 @@ def test_decode_path_matches_reference(b, hq, hk, sq, sk, d, splits, mode):
         assert_close(lse, ref_lse, torch.float32, f"lse {dtype}")
 
 
-def test_decode_path_varlen_fused_merge_leaves_counters_at_zero():
+@pytest.mark.parametrize("mode", ["fused", "separate"])
+def test_decode_path_varlen_merge_and_counters_at_zero(mode):
     q_lens, k_lens = [1, 0, 3, 1, 2], [40, 3, 1, 65, 129]  # an empty sequence; rows that see nothing
     hq, hk, d = 8, 2, 32
     cu_q = torch.tensor([0] + list(torch.tensor(q_lens).cumsum(0)), dtype=torch.int32)
@@ -249,7 +251,7 @@ def test_decode_path_varlen_fused_merge_leaves_counters_at_zero():
     ref, ref_lse = causal_attention_reference(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
     for _ in range(2):  # a second call must find the counters reset by the first
         out, lse = attention_module._attention(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, return_lse=True,
-                                               num_splits=3, decode={"mode": "fused"})
+                                               num_splits=3, decode={"mode": mode})
         assert_close(out, ref, torch.float32, "output")
         assert torch.equal(torch.isneginf(lse), torch.isneginf(ref_lse))
         assert_close(lse, ref_lse, torch.float32, "lse")
