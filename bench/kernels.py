@@ -3,6 +3,7 @@ same GPU in the same run.
 
     python bench/kernels.py [--out DIR] [--quick] [--budget-s 480]
     python bench/kernels.py --only attention [--sweep] --out DIR   # decode + chunked prefill only
+    python bench/kernels.py --only decode --out DIR                # decode checks and timings only
     python bench/kernels.py --render DIR/kernels.json            # kernels.md from a saved run
 
 Prints a table and writes ``kernels.json`` and ``kernels.md`` (GPU, driver, torch/triton
@@ -192,7 +193,7 @@ def _rel(out, ref) -> float:
     return float((out[fin] - ref[fin]).norm() / ref[fin].norm().clamp_min(1e-30))
 
 
-def check_attention_paths(dev) -> list[dict]:
+def check_attention_paths(dev, decode_only: bool = False) -> list[dict]:
     """The short-query (decode) path in each merge mode and the Hopper prefill path, against the
     float64 reference on fresh inputs; outputs start as NaN so an unwritten element fails; one
     fused-merge call captured in a CUDA graph and replayed on new inputs."""
@@ -239,8 +240,9 @@ def check_attention_paths(dev) -> list[dict]:
                     continue
                 one(f"decode {mode}", shape, dtype, lambda q, k, v, m=mode: attention._attention(
                     q, k, v, return_lse=True, decode={"mode": m}))
-    for shape in [(4, 32, 32, 512, 8192, 128), (2, 32, 8, 500, 8193, 128), (1, 8, 8, 300, 2049, 64),
-                  (1, 8, 2, 1000, 1000, 128), (3, 4, 4, 129, 4099, 128)]:
+    for shape in [] if decode_only else [(4, 32, 32, 512, 8192, 128), (2, 32, 8, 500, 8193, 128),
+                                         (1, 8, 8, 300, 2049, 64), (1, 8, 2, 1000, 1000, 128),
+                                         (3, 4, 4, 129, 4099, 128)]:
         one("prefill tma", shape, torch.bfloat16, lambda q, k, v: attention._attention(
             q, k, v, return_lse=True, prefill={"use": True}))
         one("prefill lpt order", shape, torch.bfloat16, lambda q, k, v: attention._attention(
@@ -302,6 +304,41 @@ def profile_kernels(fns: list[tuple[str, object]]) -> list[dict]:
                 if total and ev.count:
                     out.append({"call": label, "kernel": ev.key[:90], "count": ev.count, "us_each": total / ev.count})
     return out
+
+
+def decode_suite(dev, env, out_dir: Path) -> None:
+    """``--only decode``: the short-query path's checks and its CUDA-graph timings against SDPA
+    (issue 11 item 2), with the pdl merge at the automatic split count and at a half and a quarter
+    of it; writes ``decode.json``. A few minutes less than ``--only attention`` (no prefill)."""
+    checks = check_attention_paths(dev, decode_only=True)
+    rows, variants = [], []
+    hq, hk, d = 32, 8, 128
+    for b, sk in DECODE_CASES:
+        q = torch.randn(b, hq, 1, d, device=dev, dtype=torch.bfloat16)
+        k, v = (torch.randn(b, hk, sk, d, device=dev, dtype=torch.bfloat16) for _ in range(2))
+        nbytes = 2 * k.numel() * k.element_size() + 2 * q.numel() * q.element_size()
+        case = f"decode B={b} Hq={hq} Hk={hk} D={d} k={sk} (CUDA graph)"
+        rows.append(_time(case, "causal_trim (ours)", lambda: attention.causal_attention(q, k, v), nbytes=nbytes, graph=True))
+        rows.append(_time(case, "SDPA default (gqa)", sdpa(q, k, v, gqa=True), nbytes=nbytes, graph=True))
+        auto = attention._decode_splits(dev, b * hk, sk, 64)
+        for n in sorted({max(2, auto // 2), max(2, auto // 4)} - {auto}) if auto > 1 else []:
+            variants.append(_time(case, f"ours mode=pdl,splits={n} (auto splits {auto})",
+                                  lambda n=n: attention._attention(q, k, v, decode={"mode": "pdl", "splits": n}),
+                                  nbytes=nbytes, graph=True))
+        del q, k, v
+    lines = []
+    for b, sk in DECODE_CASES:
+        prefix = f"decode B={b} Hq={hq} Hk={hk} D={d} k={sk}"
+        ours = next((r for r in rows if r["case"].startswith(prefix) and r["impl"] == "causal_trim (ours)" and r.get("ms")), None)
+        peer = next((r for r in rows if r["case"].startswith(prefix) and r["impl"] == "SDPA default (gqa)" and r.get("ms")), None)
+        if ours and peer:
+            r = peer["ms"] / ours["ms"]
+            lines.append(f"- decode B={b} k={sk} vs SDPA default (gqa), CUDA graph: {r:.2f}× (target ≥1.0×): {'met' if r >= 1.0 else 'NOT met'}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "decode.json").write_text(json.dumps({"env": env, "checks": checks, "rows": rows, "variants": variants,
+                                                     "targets": lines}, indent=2))
+    print("\n".join(lines))
+    print(f"checks: {sum(c['ok'] for c in checks)}/{len(checks)} ok")
 
 
 def attention_suite(dev, env, ceil, out_dir: Path, sweep: bool) -> None:
@@ -582,7 +619,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=REPO / "bench" / "results")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=["rope", "act_quant", "attention"], help="time one kernel module's cases only")
+    ap.add_argument("--only", choices=["rope", "act_quant", "attention", "decode"],
+                    help="time one kernel module's cases only (decode: the short-query path, no prefill)")
     ap.add_argument("--sweep", action="store_true", help="with --only attention: also time the variants")
     ap.add_argument("--budget-s", type=float, default=480.0,
                     help="start no new part of the full run after this many seconds (a device call has 600)")
@@ -601,6 +639,9 @@ def main() -> None:
     dev = torch.device("cuda")
     torch.manual_seed(0)
     env = environment()
+    if args.only == "decode":
+        decode_suite(dev, env, args.out)
+        return
     ceil = ceilings(dev)
     if args.only == "attention":
         attention_suite(dev, env, ceil, args.out, sweep=args.sweep)
