@@ -131,7 +131,7 @@ def summarize(raw_csv: Path, cases: list[str] | None = None) -> str:
             x = val(metric)
             unit = units[col[metric]] if metric in col else ""
             if x is not None and head == "µs":
-                x = x / 1e3 if unit == "nsecond" else (x * 1e3 if unit == "msecond" else x)
+                x *= {"ns": 1e-3, "nsecond": 1e-3, "ms": 1e3, "msecond": 1e3, "s": 1e6, "second": 1e6}.get(unit, 1.0)
             if x is not None and head == "smem KB":
                 x = x / 1024 if unit in ("byte", "") else x
             cells.append("–" if x is None else (f"{x:.0f}" if x >= 100 or head in ("regs", "grid") else f"{x:.1f}"))
