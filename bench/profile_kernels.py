@@ -6,8 +6,9 @@
 What it answers: where a kernel's time goes (which pipe is busy, what its warps wait on), for the
 targets of issue 11 that timing alone left open. The cases are the benchmark's (bench/kernels.py):
 causal prefill B=4 H=32 S=4096 D=128 bf16 (ours, ours with exp2=split, SDPA cuDNN, SDPA FA2),
-decode B=1 Hq=32 Hk=8 k=8192 (ours, SDPA default) and chunked prefill q=512 over k=8192 (ours,
-SDPA causal_lower_right). Each is called until Triton has tuned it, then once inside
+decode B=1 Hq=32 Hk=8 k=8192 (ours, SDPA default), chunked prefill q=512 over k=8192 (ours,
+SDPA causal_lower_right), then prefill at D=64 and D=256 (ours, cuDNN) and decode at batch 8
+(ours, SDPA); the last three were added after the 2026-12-02 run. Each is called until Triton has tuned it, then once inside
 ``cudaProfilerStart``/``Stop``, so ncu (``--profile-from-start off``) sees only those launches.
 
 ncu replays each kernel once per counter pass with clock control off (the device tool's METHOD.md:
@@ -79,6 +80,10 @@ def target(cases_out: Path) -> None:
     cq = torch.randn(4, 32, 512, 128, device=dev, dtype=dt)
     ck, cv = (torch.randn(4, 32, 8192, 128, device=dev, dtype=dt) for _ in range(2))
     lower_right = causal_lower_right(512, 8192)
+    q64, k64, v64 = (torch.randn(4, 32, 4096, 64, device=dev, dtype=dt) for _ in range(3))
+    q256, k256, v256 = (torch.randn(4, 32, 4096, 256, device=dev, dtype=dt) for _ in range(3))
+    bq = torch.randn(8, 32, 1, 128, device=dev, dtype=dt)
+    bk, bv = (torch.randn(8, 8, 8192, 128, device=dev, dtype=dt) for _ in range(2))
     cases = [
         ("prefill S=4096 D=128: causal_trim", lambda: attention.causal_attention(q, k, v)),
         ("prefill S=4096 D=128: causal_trim exp2=split",
@@ -91,6 +96,14 @@ def target(cases_out: Path) -> None:
         ("decode B=1 k=8192: SDPA default", lambda: f(dq, dk, dv, enable_gqa=True)),
         ("chunked q=512 k=8192: causal_trim", lambda: attention.causal_attention(cq, ck, cv)),
         ("chunked q=512 k=8192: SDPA causal_lower_right", lambda: f(cq, ck, cv, attn_mask=lower_right)),
+        ("prefill S=4096 D=64: causal_trim", lambda: attention.causal_attention(q64, k64, v64)),
+        ("prefill S=4096 D=64: SDPA cuDNN",
+         with_backend(SDPBackend.CUDNN_ATTENTION, lambda: f(q64, k64, v64, is_causal=True))),
+        ("prefill S=4096 D=256: causal_trim", lambda: attention.causal_attention(q256, k256, v256)),
+        ("prefill S=4096 D=256: SDPA cuDNN",
+         with_backend(SDPBackend.CUDNN_ATTENTION, lambda: f(q256, k256, v256, is_causal=True))),
+        ("decode B=8 k=8192: causal_trim", lambda: attention.causal_attention(bq, bk, bv)),
+        ("decode B=8 k=8192: SDPA default", lambda: f(bq, bk, bv, enable_gqa=True)),
     ]
     for _, fn in cases:  # tune and warm outside the profiled range
         for _ in range(3):
@@ -103,7 +116,10 @@ def target(cases_out: Path) -> None:
         torch.cuda.synchronize()
         order.append(name)
     torch.cuda.profiler.stop()
-    cases_out.write_text(json.dumps(order, indent=1))
+    # which tile the autotuner chose for each prefill key (it tunes under ncu too, and may choose
+    # otherwise than a bench/kernels.py run did)
+    tuned = {str(k): str(c) for k, c in (getattr(attention._causal_trim_fwd, "cache", None) or {}).items()}
+    cases_out.write_text(json.dumps({"cases": order, "autotuned": tuned}, indent=1))
 
 
 def _num(s: str) -> float | None:
@@ -150,6 +166,11 @@ def summarize(raw_csv: Path, cases: list[str] | None = None) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _cases(saved) -> list[str]:
+    """The case names of a profile-cases.json: a list (2026-12-02's run) or {"cases": [...], ...}."""
+    return saved["cases"] if isinstance(saved, dict) else saved
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, help="folder for profile.csv / profile.md / profile-cases.json")
@@ -162,7 +183,7 @@ def main(argv=None) -> int:
         return 0
     if a.summarize:
         cases_file = a.summarize.with_name("profile-cases.json")
-        cases = json.loads(cases_file.read_text()) if cases_file.exists() else None
+        cases = _cases(json.loads(cases_file.read_text())) if cases_file.exists() else None
         print(summarize(a.summarize, cases))
         return 0
     if not a.out:
@@ -179,7 +200,7 @@ def main(argv=None) -> int:
     raw = subprocess.run([_ncu(), "--import", f"{rep}.ncu-rep", "--page", "raw", "--csv"],
                          capture_output=True, text=True, check=True).stdout
     (a.out / "profile.csv").write_text(raw)
-    cases = json.loads(cases_file.read_text()) if cases_file.exists() else None
+    cases = _cases(json.loads(cases_file.read_text())) if cases_file.exists() else None
     text = summarize(a.out / "profile.csv", cases)
     (a.out / "profile.md").write_text(text)
     print(text)
