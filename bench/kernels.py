@@ -130,6 +130,15 @@ def bench_attention(dev, dtype, quick: bool) -> list[dict]:
             ("SDPA default", sdpa(q, k, v, causal=True)),
             ("SDPA cuDNN", sdpa(q, k, v, causal=True, backend=SDPBackend.CUDNN_ATTENTION)),
             ("SDPA flash (FA2)", sdpa(q, k, v, causal=True, backend=SDPBackend.FLASH_ATTENTION)),
+            # the Hopper descriptor kernel (opt-in), never timed on square prefill before: the
+            # profile of 2026-12-02 put cuDNN's lead in a TMA producer and fewer instructions
+            *([] if quick or d != 128 else [
+                ("causal_trim Hopper TMA 128x64 w8 s3", lambda: attention._attention(
+                    q, k, v, prefill={"use": True, "block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 3})),
+                ("causal_trim Hopper TMA 128x128 w8 s2 warp-specialised", lambda: attention._attention(
+                    q, k, v, prefill={"use": True, "block_m": 128, "block_n": 128, "num_warps": 8, "num_stages": 2,
+                                      "warp_specialize": True})),
+            ]),
         ):
             rows.append(_time(case, name, fn, flops=flops))
         del q, k, v
@@ -249,6 +258,9 @@ def check_attention_paths(dev, decode_only: bool = False) -> list[dict]:
             q, k, v, return_lse=True, prefill={"order": "lpt"}))
         one("prefill exp2 split", shape, torch.bfloat16, lambda q, k, v: attention._attention(
             q, k, v, return_lse=True, prefill={"exp2": "split"}))
+        one("prefill tma warp-specialised 128x128", shape, torch.bfloat16, lambda q, k, v: attention._attention(
+            q, k, v, return_lse=True, prefill={"use": True, "block_m": 128, "block_n": 128, "num_stages": 2,
+                                               "warp_specialize": True}))
     # the fused merge's counters are left at 0, and the path replays correctly inside a CUDA graph
     try:
         rows.append(_graph_check(dev))
