@@ -91,6 +91,7 @@ import copy
 import json
 import math
 import os
+import threading
 from collections import Counter
 from functools import lru_cache
 from pathlib import Path
@@ -581,18 +582,28 @@ def _install_step_switch(model, own: Counter):
             return IMPL
         return "sdpa" if decode_routes_to_sdpa(config, x.shape[0], past.get_seq_length() + 1) else IMPL
 
+    # The name is per model, not per thread: a step runs as "sdpa" only while it is the model's
+    # one forward in flight. A forward that starts beside it (another thread, or a call made
+    # from inside it) sets the patch's name back first; the switched step's remaining layers
+    # then take the per-call paths, which read transformers' mask it was given as a mask.
+    lock, in_flight = threading.Lock(), [0]
+
     def pre_hook(module, args, kwargs):
-        impl = mode(kwargs)
-        for c in targets:
-            c._attn_implementation_internal = impl
+        with lock:
+            in_flight[0] += 1
+            impl = mode(kwargs) if in_flight[0] == 1 else IMPL
+            for c in targets:
+                c._attn_implementation_internal = impl
         if impl == "sdpa":
             STATS["sdpa:decode"] += n_layers
             if not _PROBING[0]:
                 own["sdpa:decode"] += n_layers
 
     def restore(*_):  # after the step, raised or not: outside a forward the name is this patch's
-        for c in targets:
-            c._attn_implementation_internal = IMPL
+        with lock:
+            in_flight[0] = max(0, in_flight[0] - 1)
+            for c in targets:
+                c._attn_implementation_internal = IMPL
 
     handles = [base.register_forward_pre_hook(pre_hook, with_kwargs=True),
                base.register_forward_hook(restore, always_call=True)]
@@ -600,7 +611,8 @@ def _install_step_switch(model, own: Counter):
     def undo():
         for h in handles:
             h.remove()
-        restore()
+        for c in targets:
+            c._attn_implementation_internal = IMPL
     return undo
 
 

@@ -341,6 +341,139 @@ def test_step_switch_runs_routed_decode_steps_as_transformers_sdpa(monkeypatch):
     assert m.config._attn_implementation == ps["causal_trim"].info["previous_attn_implementation"]
 
 
+def test_step_switch_gives_way_to_a_forward_beside_it(monkeypatch):
+    """A forward that starts while a switched step is in flight (here from inside it, as another
+    thread's could) runs under the patch's name and sets it back for the switched step's remaining
+    layers, which then take the per-call paths: both calls give the unpatched model's logits."""
+    from transformers import DynamicCache
+
+    m = _tiny(9)
+    g = torch.Generator().manual_seed(9)
+    ids, other_ids = torch.randint(3, 256, (1, 6), generator=g), torch.randint(3, 256, (1, 7), generator=g)
+
+    def decode_step():
+        cache = DynamicCache(config=m.config)
+        with torch.no_grad():
+            m(input_ids=ids[:, :5], cache=cache, use_cache=True)
+            return m(input_ids=ids[:, 5:], cache=cache, use_cache=True).logits
+
+    want_step = decode_step()
+    with torch.no_grad():
+        want_other = m(input_ids=other_ids).logits
+    ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=g))
+    monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
+    causal_trim.set_table({("decode", False): [(1, 16, "sdpa")], ("decode", True): [(1, 16, "sdpa")]})
+    names, other = [], []
+    layers = m.model.layers
+
+    def beside(module, args):
+        if args[0].shape[1] == 1 and not other:  # layer 1 of the decode step: a prefill starts
+            with torch.no_grad():
+                other.append(m(input_ids=other_ids).logits)
+
+    spies = [layers[i].self_attn.register_forward_pre_hook(
+        lambda mod, a, i=i: names.append((i, a[0].shape[1] if a else None, mod.config._attn_implementation)))
+        for i in range(len(layers))]
+    hook = layers[1].register_forward_pre_hook(beside)
+    try:
+        got = decode_step()
+    finally:
+        hook.remove()
+        for h in spies:
+            h.remove()
+        causal_trim.set_table(None)
+        unpatch(ps)
+    torch.testing.assert_close(got, want_step, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(other[0], want_other, rtol=1e-4, atol=1e-5)
+    ours = causal_trim.IMPL
+    step = [n for n in names if n[0] == 0 and n[2] == "sdpa"]
+    assert len(step) == 1  # the decode step started switched ...
+    after = names[names.index(step[0]) + 1:]
+    assert after and all(n[2] == ours for n in after), names  # ... then the prefill beside it and its own rest ran as ours
+
+
+def test_step_switch_waits_while_another_forward_is_in_flight(monkeypatch):
+    """Two threads on one patched model: a padded prefill (its mask the patch's own object) is
+    between its layers when a decode step the policy would switch starts in the other thread. The
+    decode step must not switch the model's name under the prefill's remaining layers (they would
+    hand that mask to transformers' sdpa); both give the unpatched model's logits."""
+    import threading
+
+    from transformers import DynamicCache
+
+    m = _tiny(10)
+    g = torch.Generator().manual_seed(10)
+    pad_ids = torch.randint(3, 256, (2, 9), generator=g)
+    pad_mask = torch.ones(2, 9, dtype=torch.long)
+    pad_mask[0, :3] = 0
+    ids = torch.randint(3, 256, (1, 6), generator=g)
+
+    def prompt_cache():
+        cache = DynamicCache(config=m.config)
+        with torch.no_grad():
+            m(input_ids=ids[:, :5], cache=cache, use_cache=True)
+        return cache
+
+    with torch.no_grad():
+        want_pad = m(input_ids=pad_ids * pad_mask, attention_mask=pad_mask).logits
+        want_step = m(input_ids=ids[:, 5:], cache=prompt_cache(), use_cache=True).logits
+    ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=g))
+    monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
+    causal_trim.set_table({("decode", False): [(1, 16, "sdpa")], ("decode", True): [(1, 16, "sdpa")],
+                           ("prefill", True): [(2, 16, "kernel")]})
+    cache = prompt_cache()
+    a_mid, b_in, a_done = threading.Event(), threading.Event(), threading.Event()
+    out, errors = {}, []
+    a_thread = []
+
+    def a_layer1(module, args):  # the prefill, between layers 0 and 1: let the decode step start
+        if threading.current_thread() is a_thread[0] and not a_mid.is_set():
+            a_mid.set()
+            b_in.wait(30)
+
+    def b_layer0(module, args):  # the decode step, inside its forward: hold it until the prefill ends
+        if threading.current_thread() is not a_thread[0] and a_mid.is_set() and not b_in.is_set():
+            b_in.set()
+            a_done.wait(30)
+
+    def run_a():
+        try:
+            with torch.no_grad():
+                out["pad"] = m(input_ids=pad_ids * pad_mask, attention_mask=pad_mask).logits
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+        finally:
+            a_done.set()
+
+    def run_b():
+        a_mid.wait(30)
+        try:
+            with torch.no_grad():
+                out["step"] = m(input_ids=ids[:, 5:], cache=cache, use_cache=True).logits
+        except Exception as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    hooks = [m.model.layers[1].register_forward_pre_hook(a_layer1),
+             m.model.layers[0].register_forward_pre_hook(b_layer0)]
+    try:
+        ta, tb = threading.Thread(target=run_a), threading.Thread(target=run_b)
+        a_thread.append(ta)
+        ta.start()
+        tb.start()
+        ta.join(120)
+        tb.join(120)
+    finally:
+        for h in hooks:
+            h.remove()
+        causal_trim.set_table(None)
+        unpatch(ps)
+    assert not errors, errors
+    assert a_mid.is_set() and b_in.is_set()  # the two forwards did overlap
+    torch.testing.assert_close(out["pad"][1], want_pad[1], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out["pad"][0, 3:], want_pad[0, 3:], rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out["step"], want_step, rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("switch", [True, False])
 def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch, switch):
     """Batch-1 generate on CUDA: every decode call the table sends to sdpa goes straight to
