@@ -243,3 +243,34 @@ def test_other_layer_types_and_windows_on_families_without_them_are_refused():
     with pytest.raises(PatchRefused, match="sliding"):
         causal_trim.check(llama)
     rope_hoist.check(_fresh("gemma3"))  # per-layer-type RoPE tables: accepted
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_family_switched_decode_steps_match_unpatched(family, probe, monkeypatch):
+    """The step switch per family, with rope_hoist beside it: on "CUDA" (the interpreter standing
+    in), with the table sending decode to sdpa, generate() of left-padded prompts runs every
+    decode step under transformers' own "sdpa" (sliding-window layers included) and gives the
+    unpatched model's tokens and logits; the prefill stays on the patch's paths."""
+    m = _fresh(family)
+    n_layers = m.config.num_hidden_layers
+    gids, gmask = _prompts()
+    ref_seq, ref_logits = _generate(m, gids, gmask)
+    ps = patch(m, ["causal_trim", "rope_hoist"], probe=probe)
+    monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)
+    causal_trim.set_table({("decode", False): [(2, 16, "sdpa")], ("decode", True): [(2, 16, "sdpa")],
+                           ("prefill", True): [(2, 16, "kernel")]})
+    names = []
+    attn = next(mod for mod in m.modules() if type(mod).__name__.endswith("Attention"))
+    spy = attn.register_forward_pre_hook(lambda mod, a: names.append(mod.config._attn_implementation))
+    try:
+        calls = ps["causal_trim"].info["calls"]
+        calls.clear()
+        seq, logits = _generate(m, gids, gmask)
+    finally:
+        spy.remove()
+        causal_trim.set_table(None)
+        unpatch(ps)
+    assert torch.equal(seq, ref_seq), (seq, ref_seq)
+    assert _rel(logits, ref_logits) <= EXACT, _rel(logits, ref_logits)
+    assert names == [causal_trim.IMPL] + ["sdpa"] * (NEW - 1), names
+    assert calls["sdpa:decode"] == (NEW - 1) * n_layers, dict(calls)
