@@ -127,6 +127,9 @@ def bench_attention(dev, dtype, quick: bool) -> list[dict]:
             # default; the longest-processing-time order timed here on 2026-12-02 was slower
             # everywhere and is no longer timed)
             ("causal_trim exp2=split", lambda: attention._attention(q, k, v, prefill={"exp2": "split"})),
+            # the accumulator rescaled only when a row's max moved by more than 8 (opt-in; sm_90
+            # AOT, Triton 3.9: the unmasked loop's skipping path about 7% fewer instructions)
+            ("causal_trim rescale=lazy", lambda: attention._attention(q, k, v, prefill={"rescale": "lazy"})),
             ("SDPA default", sdpa(q, k, v, causal=True)),
             ("SDPA cuDNN", sdpa(q, k, v, causal=True, backend=SDPBackend.CUDNN_ATTENTION)),
             ("SDPA flash (FA2)", sdpa(q, k, v, causal=True, backend=SDPBackend.FLASH_ATTENTION)),
@@ -152,6 +155,7 @@ def bench_attention(dev, dtype, quick: bool) -> list[dict]:
     for name, fn in (
         ("causal_trim (ours)", lambda: attention.causal_attention(q, k, v)),
         ("causal_trim exp2=split", lambda: attention._attention(q, k, v, prefill={"exp2": "split"})),
+        ("causal_trim rescale=lazy", lambda: attention._attention(q, k, v, prefill={"rescale": "lazy"})),
         ("SDPA causal_lower_right", sdpa(q, k, v, mask=mask)),
     ):
         rows.append(_time(case, name, fn, flops=flops))
@@ -258,6 +262,8 @@ def check_attention_paths(dev, decode_only: bool = False) -> list[dict]:
             q, k, v, return_lse=True, prefill={"order": "lpt"}))
         one("prefill exp2 split", shape, torch.bfloat16, lambda q, k, v: attention._attention(
             q, k, v, return_lse=True, prefill={"exp2": "split"}))
+        one("prefill rescale lazy", shape, torch.bfloat16, lambda q, k, v: attention._attention(
+            q, k, v, return_lse=True, prefill={"rescale": "lazy"}))
         one("prefill tma warp-specialised 128x128", shape, torch.bfloat16, lambda q, k, v: attention._attention(
             q, k, v, return_lse=True, prefill={"use": True, "block_m": 128, "block_n": 128, "num_stages": 2,
                                                "warp_specialize": True}))

@@ -173,8 +173,9 @@ def _exp2_tile(x, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EXP_SPLIT: tl.co
     units share the softmax's exponentials. FlashAttention-4 emulates part of its exponentials with
     a cubic polynomial on Blackwell, where the exponential unit is the forward pass's bottleneck
     (https://www.together.ai/blog/flashattention-4,
-    https://modal.com/blog/reverse-engineer-flash-attention-4); here an opt-in variant to time on
-    Hopper, ``prefill={"exp2": "split"}``."""
+    https://modal.com/blog/reverse-engineer-flash-attention-4); here an opt-in variant,
+    ``prefill={"exp2": "split"}``, timed on the H200 on 2026-12-02 at 0.87-0.97× the default
+    (bench/results/kernels-h200-2026-12-02-run2.md)."""
     if EXP_SPLIT:
         a, b = tl.split(tl.reshape(x, (BLOCK_M, BLOCK_N // 2, 2)))
         return tl.reshape(tl.join(tl.math.exp2(a), _exp2_fma(b)), (BLOCK_M, BLOCK_N))
@@ -185,7 +186,7 @@ def _exp2_tile(x, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, EXP_SPLIT: tl.co
 def _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, offs_n, offs_d, mask_d,
                  pos, shift, len_k, lo, hi, n_full, qk_scale, BLOCK_M: tl.constexpr, BLOCK_D: tl.constexpr,
                  BLOCK_N: tl.constexpr, EVEN_D: tl.constexpr, DOT_IN_FP32: tl.constexpr,
-                 DOT_PRECISION: tl.constexpr, EXP_SPLIT: tl.constexpr = False):
+                 DOT_PRECISION: tl.constexpr, EXP_SPLIT: tl.constexpr = False, LAZY_RESCALE: tl.constexpr = False):
     """Online softmax of one row tile over keys [lo, hi): blocks below ``n_full`` are visible to
     every row (no mask), the rest are masked bottom-right (query position i sees keys j <= i +
     shift). Returns the normalised output tile (a row that saw no key is 0) and its base-2 LSE
@@ -199,11 +200,23 @@ def _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, 
         k = _full_tile(k_base, cols, stride_kn, stride_kd, offs_d, mask_d, EVEN_D, DOT_IN_FP32)
         s = tl.dot(q, tl.trans(k), input_precision=DOT_PRECISION)
         m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
+        if LAZY_RESCALE:
+            # keep a row's running max until the tile's exceeds it by more than 8 (p <= 2**8,
+            # exact in fp32 and bf16's range), and rescale the accumulator only when some row of
+            # the block moved it: after the first tiles most iterations skip the [BLOCK_M, D]
+            # multiply (FlashAttention-4's conditional rescaling, described in
+            # https://modal.com/blog/reverse-engineer-flash-attention-4)
+            m_new = tl.where(m_new > m_i + 8.0, m_new, m_i)
         p = _exp2_tile(s * qk_scale - m_new[:, None], BLOCK_M, BLOCK_N, EXP_SPLIT)  # unmasked: finite
         alpha = tl.math.exp2(m_i - m_new)
         l_i = l_i * alpha + tl.sum(p, 1)
         v = _full_tile(v_base, cols, stride_vn, stride_vd, offs_d, mask_d, EVEN_D, DOT_IN_FP32)
-        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
+        if LAZY_RESCALE:
+            if tl.min(alpha, 0) < 1.0:
+                acc = acc * alpha[:, None]
+            acc = tl.dot(p.to(v.dtype), v, acc, input_precision=DOT_PRECISION)
+        else:
+            acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v, input_precision=DOT_PRECISION)
         m_i = m_new
 
     for start_n in range(tl.maximum(lo, n_full), hi, BLOCK_N):
@@ -237,7 +250,8 @@ def _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, 
 
 @triton.autotune(
     configs=_configs(),
-    key=["HEAD_DIM", "MAX_ROWS_BUCKET", "MAX_SEQLEN_K_BUCKET", "GROUP", "VARLEN", "NUM_SPLITS", "EXP_SPLIT"],
+    key=["HEAD_DIM", "MAX_ROWS_BUCKET", "MAX_SEQLEN_K_BUCKET", "GROUP", "VARLEN", "NUM_SPLITS", "EXP_SPLIT",
+         "LAZY_RESCALE"],
     prune_configs_by={"early_config_prune": _prune},
 )
 @triton.jit
@@ -253,6 +267,7 @@ def _causal_trim_fwd(
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr,
     VARLEN: tl.constexpr, WRITE_LSE: tl.constexpr, PARTIAL: tl.constexpr, DOT_IN_FP32: tl.constexpr,
     EVEN_D: tl.constexpr, DOT_PRECISION: tl.constexpr, LPT: tl.constexpr, EXP_SPLIT: tl.constexpr,
+    LAZY_RESCALE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
 ):
     # ---- this program: (sequence, kv head, row block, key split); heavy row blocks first ------
@@ -322,7 +337,7 @@ def _causal_trim_fwd(
 
     acc, lse2 = _attend_keys(q, k_base, v_base, stride_kn, stride_kd, stride_vn, stride_vd, offs_n, offs_d, mask_d,
                              pos, shift, len_k, lo, hi, n_full, qk_scale, BLOCK_M, BLOCK_D, BLOCK_N, EVEN_D,
-                             DOT_IN_FP32, DOT_PRECISION, EXP_SPLIT)
+                             DOT_IN_FP32, DOT_PRECISION, EXP_SPLIT, LAZY_RESCALE)
     o_rows = out_ptr + split * stride_os + batch * stride_ob + head * stride_oh + (q_start + pos) * stride_om
     tl.store(o_rows[:, None] + offs_d[None, :] * stride_od, acc.to(out_ptr.dtype.element_ty),
              mask=row_ok[:, None] & mask_d[None, :])
@@ -717,8 +732,10 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
     ``num_stages``, ``warp_specialize``; ``order`` ("lpt": the autotuned kernel's programs
     ordered heaviest row block of every head first; slower on the H200 in every case timed on
     2026-12-02, so not the default); ``exp2`` ("split": every other column of the unmasked
-    softmax tiles exponentiated on the FMA pipe, see ``_exp2_tile``; fp16/bf16 only; not yet
-    timed on a GPU)."""
+    softmax tiles exponentiated on the FMA pipe, see ``_exp2_tile``; fp16/bf16 only; 0.87-0.97×
+    the default on the H200, 2026-12-02: it reached the 255-register cap); ``rescale`` ("lazy": a row's running max kept until a tile's exceeds it by
+    more than 8, the accumulator rescaled only when some row of the block moved; not yet timed
+    on a GPU)."""
     varlen = cu_seqlens_q is not None
     if varlen != (cu_seqlens_k is not None):
         raise ValueError("pass both cu_seqlens_q and cu_seqlens_k, or neither")
@@ -831,6 +848,10 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
         raise ValueError(f"prefill exp2 must be 'sfu' or 'split', got {exp2!r}")
     # the polynomial's 7.5e-5 is below a 16-bit P's rounding, not below fp32's
     common["EXP_SPLIT"] = exp2 == "split" and q.dtype != torch.float32
+    rescale = (prefill or {}).get("rescale", "always")
+    if rescale not in ("always", "lazy"):
+        raise ValueError(f"prefill rescale must be 'always' or 'lazy', got {rescale!r}")
+    common["LAZY_RESCALE"] = rescale == "lazy"
 
     def grid(meta):
         if lpt:

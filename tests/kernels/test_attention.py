@@ -373,6 +373,33 @@ def test_exp2_on_the_fma_pipe_is_within_its_stated_error():
     assert torch.isfinite(y).all() and (y > 0).all()
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("sq, sk, hq, hk", [(70, 70, 4, 2), (37, 101, 6, 3), (1, 83, 8, 2)])
+def test_lazy_rescale_variant_matches_reference(sq, sk, hq, hk, dtype):
+    """prefill={"rescale": "lazy"}: a row's running max moves only when a tile's exceeds it by more
+    than 8, and the accumulator is rescaled only when some row moved. With keys whose scores grow
+    along the sequence (the max keeps moving, by less and by more than 8) and with plain random
+    ones, output and LSE match the float64 reference as the default kernel does."""
+    from sits_doctor.kernels.attention import _attention
+
+    g = torch.Generator().manual_seed(sq * 7 + sk)
+    q = torch.randn(2, hq, sq, 32, generator=g)
+    v = torch.randn(2, hk, sk, 32, generator=g)
+    # key j scaled by 1 + grow·j: the score scale climbs tile after tile; at 10 a later tile's max
+    # exceeds an earlier one's by hundreds (log2), so a stale max would overflow P: the threshold
+    for grow in (0.0, 0.15, 10.0):
+        k = torch.randn(2, hk, sk, 32, generator=g) * (1 + grow * torch.arange(sk))[None, None, :, None]
+        qd, kd, vd = (t.to(dtype) for t in (q, k, v))
+        # the reference of the rounded inputs: at grow 10 bf16's rounding of K alone moves scores
+        # by more than their gaps, and a near one-hot softmax picks another key
+        ref, ref_lse = causal_attention_reference(qd.float(), kd.float(), vd.float())
+        got, lse = _attention(qd, kd, vd, return_lse=True, prefill={"rescale": "lazy"})
+        assert_close(got, ref, dtype, f"output grow={grow}")
+        assert_close(lse, ref_lse, torch.float32 if dtype == torch.float32 else dtype, f"lse grow={grow}")
+    with pytest.raises(ValueError, match="rescale"):
+        _attention(qd, kd, vd, prefill={"rescale": "never"})
+
+
 @pytest.mark.parametrize("sq, sk, hq, hk", [(70, 70, 4, 2), (37, 101, 6, 3), (1, 83, 8, 2)])
 def test_split_exp2_variant_matches_reference(sq, sk, hq, hk):
     """prefill={"exp2": "split"}: the unmasked tiles' exponentials half on the polynomial; the
