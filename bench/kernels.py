@@ -253,6 +253,9 @@ def check_attention_paths(dev, decode_only: bool = False) -> list[dict]:
                     continue
                 one(f"decode {mode}", shape, dtype, lambda q, k, v, m=mode: attention._attention(
                     q, k, v, return_lse=True, decode={"mode": m}))
+            if dtype == torch.bfloat16:
+                one("decode pdl merge_cols=32", shape, dtype, lambda q, k, v: attention._attention(
+                    q, k, v, return_lse=True, decode={"mode": "pdl", "merge_cols": 32, "merge_warps": 1}))
     for shape in [] if decode_only else [(4, 32, 32, 512, 8192, 128), (2, 32, 8, 500, 8193, 128),
                                          (1, 8, 8, 300, 2049, 64), (1, 8, 2, 1000, 1000, 128),
                                          (3, 4, 4, 129, 4099, 128)]:
@@ -339,9 +342,12 @@ def decode_suite(dev, env, out_dir: Path) -> None:
         rows.append(_time(case, "causal_trim (ours)", lambda: attention.causal_attention(q, k, v), nbytes=nbytes, graph=True))
         rows.append(_time(case, "SDPA default (gqa)", sdpa(q, k, v, gqa=True), nbytes=nbytes, graph=True))
         auto = attention._decode_splits(dev, b * hk, sk, 64)
-        for n in sorted({max(2, auto // 2), max(2, auto // 4)} - {auto}) if auto > 1 else []:
-            variants.append(_time(case, f"ours mode=pdl,splits={n} (auto splits {auto})",
-                                  lambda n=n: attention._attention(q, k, v, decode={"mode": "pdl", "splits": n}),
+        opts = [{"mode": "pdl", "splits": n} for n in sorted({max(2, auto // 2), max(2, auto // 4)} - {auto})] if auto > 1 else []
+        if b == 1:  # the merge split by columns: more, smaller programs (the batch-1 merge is latency-bound)
+            opts += [{"mode": "pdl", "merge_cols": c, "merge_warps": w} for c, w in ((32, 1), (64, 2), (32, 2))]
+        for o in opts:
+            label = "ours " + ",".join(f"{k_}={v_}" for k_, v_ in o.items()) + f" (auto splits {auto})"
+            variants.append(_time(case, label, lambda o=o: attention._attention(q, k, v, decode=o),
                                   nbytes=nbytes, graph=True))
         del q, k, v
     lines = []

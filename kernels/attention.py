@@ -434,16 +434,17 @@ def _merge_tile(
 def _merge_row(
     out_ptr, stride_ob, stride_oh, stride_om, stride_od,
     lse_ptr, stride_lb, stride_lh, stride_lm,
-    part_ptr, plse_ptr, tile, batch, kv_head, q_start, len_q, NUM_SPLITS, r,
+    part_ptr, plse_ptr, tile, batch, kv_head, q_start, len_q, NUM_SPLITS, r, c0,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr, ROWS: tl.constexpr,
-    SPLIT_CHUNK: tl.constexpr, WRITE_LSE: tl.constexpr,
+    SPLIT_CHUNK: tl.constexpr, WRITE_LSE: tl.constexpr, NCOLS: tl.constexpr,
 ):
     """Merge row ``r`` of one tile's split partials (the layout of :func:`_merge_tile`): the row's
     LSEs are one [SPLIT_CHUNK] vector and their weights one exponential per split, where
     :func:`_merge_tile` (columns of several rows) loads and exponentiates one per (split, column).
     On the H200 that per-column form made the batch-1 merge 6.7 µs against cuDNN's 4.0 µs (ncu,
-    2026-12-02: 188k instructions and 220 registers against 80k and 32)."""
-    d = tl.arange(0, BLOCK_D)
+    2026-12-02: 188k instructions and 220 registers against 80k and 32). Columns [c0, c0 + NCOLS)
+    of the row (the whole row by default); the program of column 0 writes the LSE."""
+    d = c0 + tl.arange(0, NCOLS)
     pos = r // GROUP
     row_ok = pos < len_q
     n_live = tl.where(row_ok, NUM_SPLITS, 0)  # a row past the sequence's end reads nothing
@@ -452,7 +453,7 @@ def _merge_row(
     pp = part_ptr + tile * NUM_SPLITS * (ROWS * BLOCK_D) + r * BLOCK_D
     m = float("-inf")
     total = 0.0
-    acc = tl.zeros([BLOCK_D], dtype=tl.float32)
+    acc = tl.zeros([NCOLS], dtype=tl.float32)
     for s0 in range(0, NUM_SPLITS, SPLIT_CHUNK):
         sc = s0 + tl.arange(0, SPLIT_CHUNK)
         live = sc < n_live
@@ -473,7 +474,8 @@ def _merge_row(
     tl.store(out_ptr + row_off + d * stride_od, acc.to(out_ptr.dtype.element_ty), mask=ok)
     if WRITE_LSE:
         lse = tl.where(seen, (m + tl.math.log2(tl.where(seen, total, 1.0))) * 0.6931471805599453, float("-inf"))
-        tl.store(lse_ptr + batch * stride_lb + head * stride_lh + (q_start + pos) * stride_lm, lse, mask=row_ok)
+        tl.store(lse_ptr + batch * stride_lb + head * stride_lh + (q_start + pos) * stride_lm, lse,
+                 mask=row_ok & (c0 == 0))
 
 
 @triton.jit
@@ -577,8 +579,9 @@ def _merge_splits(
     part_ptr, plse_ptr, cu_q_ptr, num_kv_heads, seqlen_q, NUM_SPLITS,
     HEAD_DIM: tl.constexpr, BLOCK_D: tl.constexpr, GROUP: tl.constexpr, ROWS: tl.constexpr,
     SPLIT_CHUNK: tl.constexpr, WRITE_LSE: tl.constexpr, VARLEN: tl.constexpr, WAIT_PRIMARY: tl.constexpr,
+    NCOLS: tl.constexpr,
 ):
-    """The separate merge: one program per (sequence·kv head, query row of the tile)."""
+    """The separate merge: one program per (sequence·kv head, query row of the tile, NCOLS columns)."""
     if WAIT_PRIMARY:  # launched with programmatic dependent launch: wait for _decode_fwd's writes
         tl.extra.cuda.gdc_wait()
     tile = tl.program_id(0).to(tl.int64)
@@ -597,7 +600,7 @@ def _merge_splits(
     _merge_row(out_ptr, stride_ob, stride_oh, stride_om, stride_od,
                lse_ptr, stride_lb, stride_lh, stride_lm,
                part_ptr, plse_ptr, tile, batch, kv_head, q_start, len_q, NUM_SPLITS, row,
-               HEAD_DIM, BLOCK_D, GROUP, ROWS, SPLIT_CHUNK, WRITE_LSE)
+               tl.program_id(2) * NCOLS, HEAD_DIM, BLOCK_D, GROUP, ROWS, SPLIT_CHUNK, WRITE_LSE, NCOLS)
 
 
 @triton.jit
@@ -727,7 +730,8 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
                prefill: dict | None = None, seq_bounds_q=None, seq_bounds_k=None, out=None):
     """:func:`causal_attention`, with the benchmark's overrides. ``decode``: ``mode`` ("pdl",
     "separate", "fused", or "legacy" for the autotuned kernel), ``splits``, ``programs_per_sm``,
-    ``block_n``, ``num_warps``, ``num_stages``. ``prefill``: ``use`` (True takes the Hopper
+    ``block_n``, ``num_warps``, ``num_stages``, ``merge_cols`` / ``merge_warps`` (the separate
+    merge's columns per program and warps; default a whole row on 4 warps). ``prefill``: ``use`` (True takes the Hopper
     descriptor kernel, which is never the default), ``block_m``, ``block_n``, ``num_warps``,
     ``num_stages``, ``warp_specialize``; ``order`` ("lpt": the autotuned kernel's programs
     ordered heaviest row block of every head first; slower on the H200 in every case timed on
@@ -968,11 +972,17 @@ def _launch_decode(out, o_strides, lse, l_strides, q, q_strides, k, k_strides, v
     )
     if kind == 1:
         extra = {"launch_pdl": True} if pdl else {}
-        _merge_splits[(tiles, max_rows)](
+        # decode={"merge_cols": n, "merge_warps": w}: n columns of a row per program (a power of
+        # two dividing BLOCK_D; default the whole row) on w warps (default 4), for the batch-1
+        # sweep of bench/kernels.py --only decode
+        ncols = min(block_d, decode.get("merge_cols", block_d))
+        if ncols < 1 or block_d % ncols or ncols & (ncols - 1):
+            raise ValueError(f"merge_cols must be a power of two dividing {block_d}, got {ncols}")
+        _merge_splits[(tiles, max_rows, block_d // ncols)](
             out, *o_strides, lse, *l_strides, part, plse, cu_q, hk, seqlen_q, splits,
             HEAD_DIM=d, BLOCK_D=block_d, GROUP=common["GROUP"], ROWS=rows,
             SPLIT_CHUNK=chunk, WRITE_LSE=return_lse, VARLEN=common["VARLEN"], WAIT_PRIMARY=pdl,
-            num_warps=4, **extra,
+            NCOLS=ncols, num_warps=decode.get("merge_warps", 4), **extra,
         )
 
 

@@ -239,6 +239,32 @@ def test_decode_path_matches_reference(b, hq, hk, sq, sk, d, splits, mode):
         assert_close(lse, ref_lse, torch.float32, f"lse {dtype}")
 
 
+@pytest.mark.parametrize("cols, warps", [(16, 1), (32, 2)])
+def test_separate_merge_by_column_blocks_matches_reference(cols, warps):
+    """decode={"merge_cols": n}: each row merged by D/n programs of n columns; the output and the
+    LSE (written once, by the program of column 0) match the reference, for a row past the end of
+    a varlen sequence too; a column count that does not divide the head block is refused."""
+    q = torch.randn(3, 8, 2, 64)
+    k = torch.randn(3, 4, 300, 64)
+    v = torch.randn(3, 4, 300, 64)
+    dec = {"mode": "separate", "merge_cols": cols, "merge_warps": warps}
+    out, lse = attention_module._attention(q, k, v, return_lse=True, num_splits=5, decode=dec)
+    ref, ref_lse = causal_attention_reference(q, k, v)
+    assert_close(out, ref, torch.float32, "output")
+    assert_close(lse, ref_lse, torch.float32, "lse")
+    cu_q = torch.tensor([0, 1, 1, 3], dtype=torch.int32)  # an empty sequence between two
+    cu_k = torch.tensor([0, 40, 43, 120], dtype=torch.int32)
+    qv, kv, vv = torch.randn(3, 8, 64), torch.randn(120, 4, 64), torch.randn(120, 4, 64)
+    out, lse = attention_module._attention(qv, kv, vv, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k, return_lse=True,
+                                           num_splits=3, decode=dec)
+    ref, ref_lse = causal_attention_reference(qv, kv, vv, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    assert_close(out, ref, torch.float32, "varlen output")
+    assert torch.equal(torch.isneginf(lse), torch.isneginf(ref_lse))
+    assert_close(lse, ref_lse, torch.float32, "varlen lse")
+    with pytest.raises(ValueError, match="merge_cols"):
+        attention_module._attention(q, k, v, num_splits=5, decode={"mode": "separate", "merge_cols": 48})
+
+
 @pytest.mark.parametrize("mode", ["fused", "separate"])
 def test_decode_path_varlen_merge_and_counters_at_zero(mode):
     q_lens, k_lens = [1, 0, 3, 1, 2], [40, 3, 1, 65, 129]  # an empty sequence; rows that see nothing
