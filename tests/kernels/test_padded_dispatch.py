@@ -321,6 +321,12 @@ def test_step_switch_runs_routed_decode_steps_as_transformers_sdpa(monkeypatch):
     except NotImplementedError:  # a meta tensor cannot run the layers; the switch has decided by then
         assert seen and seen[-1] == causal_trim.IMPL
     try:
+        # a 1-D input (no sequence axis) is not read as a step: the hook leaves it to the model
+        pre = next(h for h in m.model._forward_pre_hooks.values() if h.__name__ == "pre_hook")
+        post = next(h for h in m.model._forward_hooks.values() if h.__name__ == "restore")
+        pre(m.model, (), {"input_ids": torch.tensor([5]), "cache": DynamicCache(config=m.config)})
+        assert m.config._attn_implementation == causal_trim.IMPL
+        post(m.model, (), None)
         causal_trim.set_dispatch(ps["causal_trim"], "kernel")  # what verification runs
         assert step() == (causal_trim.IMPL, 0)
         causal_trim.set_dispatch(ps["causal_trim"], "table")
