@@ -327,6 +327,32 @@ def test_step_switch_runs_routed_decode_steps_as_transformers_sdpa(monkeypatch):
         pre(m.model, (), {"input_ids": torch.tensor([5]), "cache": DynamicCache(config=m.config)})
         assert m.config._attn_implementation == causal_trim.IMPL
         post(m.model, (), None)
+        # the table is read at the step's batch and key length (batch 4: sdpa; batch 1: kernel)
+        causal_trim.set_table({("decode", False): [(1, 16, "kernel"), (4, 16, "sdpa")],
+                               ("decode", True): [(1, 16, "kernel"), (4, 16, "sdpa")]})
+
+        class Cache:  # a dynamic cache holding n positions
+            is_compileable = False
+
+            def __init__(self, n=5):
+                self.n = n
+
+            def get_seq_length(self):
+                return self.n
+
+        for batch, want in ((4, "sdpa"), (1, causal_trim.IMPL)):
+            pre(m.model, (), {"input_ids": torch.ones(batch, 1, dtype=torch.long), "cache": Cache()})
+            assert m.config._attn_implementation == want, batch
+            post(m.model, (), None)
+        # ... and at the key length the step will have, cached positions + 1 (keys 8: sdpa, 16:
+        # kernel; their log-scale midpoint is 11.3: 10 cached -> 11 keys, 11 cached -> 12 keys)
+        causal_trim.set_table({("decode", False): [(1, 8, "sdpa"), (1, 16, "kernel")],
+                               ("decode", True): [(1, 8, "sdpa"), (1, 16, "kernel")]})
+        for cached, want in ((10, "sdpa"), (11, causal_trim.IMPL)):
+            pre(m.model, (), {"input_ids": torch.ones(1, 1, dtype=torch.long), "cache": Cache(cached)})
+            assert m.config._attn_implementation == want, cached
+            post(m.model, (), None)
+        causal_trim.set_table({("decode", False): [(1, 16, "sdpa")], ("decode", True): [(1, 16, "sdpa")]})
         causal_trim.set_dispatch(ps["causal_trim"], "kernel")  # what verification runs
         assert step() == (causal_trim.IMPL, 0)
         causal_trim.set_dispatch(ps["causal_trim"], "table")
