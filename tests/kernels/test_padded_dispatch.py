@@ -426,9 +426,9 @@ def test_step_switch_gives_way_to_a_forward_beside_it(monkeypatch):
 
 def test_step_switch_waits_while_another_forward_is_in_flight(monkeypatch):
     """Two threads on one patched model: a padded prefill (its mask the patch's own object) is
-    between its layers when a decode step the policy would switch starts in the other thread. The
-    decode step must not switch the model's name under the prefill's remaining layers (they would
-    hand that mask to transformers' sdpa); both give the unpatched model's logits."""
+    between its layers when the other thread runs a forward and then a decode step the policy
+    would switch. The decode step must not switch the model's name under the prefill's remaining
+    layers (they would hand that mask to transformers' sdpa); all give the unpatched logits."""
     import threading
 
     from transformers import DynamicCache
@@ -449,6 +449,7 @@ def test_step_switch_waits_while_another_forward_is_in_flight(monkeypatch):
     with torch.no_grad():
         want_pad = m(input_ids=pad_ids * pad_mask, attention_mask=pad_mask).logits
         want_step = m(input_ids=ids[:, 5:], cache=prompt_cache(), use_cache=True).logits
+        want_first = m(input_ids=ids[:, :5]).logits
     ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=g))
     monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
     causal_trim.set_table({("decode", False): [(1, 16, "sdpa")], ("decode", True): [(1, 16, "sdpa")],
@@ -464,7 +465,8 @@ def test_step_switch_waits_while_another_forward_is_in_flight(monkeypatch):
             b_in.wait(30)
 
     def b_layer0(module, args):  # the decode step, inside its forward: hold it until the prefill ends
-        if threading.current_thread() is not a_thread[0] and a_mid.is_set() and not b_in.is_set():
+        if (threading.current_thread() is not a_thread[0] and a_mid.is_set() and not b_in.is_set()
+                and args and args[0].shape[1] == 1):
             b_in.set()
             a_done.wait(30)
 
@@ -481,6 +483,9 @@ def test_step_switch_waits_while_another_forward_is_in_flight(monkeypatch):
         a_mid.wait(30)
         try:
             with torch.no_grad():
+                # a whole forward first, begun and ended while the prefill is in flight: the count
+                # of forwards in flight must come back to one, not zero, for the step after it
+                out["first"] = m(input_ids=ids[:, :5]).logits
                 out["step"] = m(input_ids=ids[:, 5:], cache=cache, use_cache=True).logits
         except Exception as exc:  # noqa: BLE001
             errors.append(exc)
@@ -504,6 +509,7 @@ def test_step_switch_waits_while_another_forward_is_in_flight(monkeypatch):
     torch.testing.assert_close(out["pad"][1], want_pad[1], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(out["pad"][0, 3:], want_pad[0, 3:], rtol=1e-4, atol=1e-5)
     torch.testing.assert_close(out["step"], want_step, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(out["first"], want_first, rtol=1e-4, atol=1e-5)
 
 
 @pytest.mark.parametrize("switch", [True, False])
