@@ -288,8 +288,18 @@ def test_step_switch_runs_routed_decode_steps_as_transformers_sdpa(monkeypatch):
     unpatching removes the hooks and restores the name the model had."""
     from transformers import DynamicCache, StaticCache
 
+    import copy
+
     m = _tiny(7)
     n_layers = m.config.num_hidden_layers
+
+    class VisionAttention(torch.nn.Module):  # an attention module of another tower, on its own config
+        pass
+
+    other = VisionAttention()
+    other.config = copy.deepcopy(m.config)
+    other.config._attn_implementation_internal = "eager"
+    m.tower = other  # never called; its config must be left alone
     base_hooks = (len(m.model._forward_pre_hooks), len(m.model._forward_hooks))
     ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=torch.Generator().manual_seed(7)))
     monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None and t.device.type == "cpu")  # as on the GPU
@@ -311,8 +321,10 @@ def test_step_switch_runs_routed_decode_steps_as_transformers_sdpa(monkeypatch):
         return seen[-1], calls["sdpa:decode"]
 
     try:
-        assert step() == ("sdpa", n_layers)
-        assert step("past_key_values") == ("sdpa", n_layers)
+        assert step()[0] == "sdpa"
+        assert other.config._attn_implementation == "eager"
+        calls.clear()
+        assert step("past_key_values")[0] == "sdpa"
         static = StaticCache(config=m.config, max_cache_len=16)
         assert step(cache=static) == (causal_trim.IMPL, 0)  # static: get_seq_length would sync
         assert step(n=2)[0] == causal_trim.IMPL  # a chunk, not a decode step
