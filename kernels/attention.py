@@ -97,9 +97,17 @@ def _configs():
         (128, 64, 8, 3), (128, 128, 8, 3), (128, 64, 4, 3), (64, 64, 4, 3),
         (128, 32, 4, 4), (64, 32, 4, 4), (128, 128, 8, 2), (64, 128, 4, 3), (128, 64, 8, 4),
         (16, 64, 4, 3), (16, 128, 4, 3), (32, 64, 4, 3), (32, 128, 4, 3),  # decode, short chunks
+        *WIDE_HEAD_CONFIGS,
     ):
         out.append(triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=warps, num_stages=stages))
     return out
+
+
+# Tried only for head blocks of 256 (pruned below that, so other keys compile nothing more): the
+# configs the H200 had for D=256 spill registers in sm_90 AOT (Triton 3.9; 64×64 / 4 warps, the one
+# it chose on 2026-12-02 at 0.68× cuDNN: 38 LDL/STL), these 8-warp 128-row tiles spill none (128×32)
+# or 6 (128×64). Not yet timed on a GPU.
+WIDE_HEAD_CONFIGS = ((128, 32, 8, 3), (128, 64, 8, 2))
 
 
 def _prune(configs, named_args, **kwargs):
@@ -109,6 +117,9 @@ def _prune(configs, named_args, **kwargs):
     rows = named_args["MAX_ROWS"]
     kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(16, triton.next_power_of_2(rows))]
     block_d, elem = kwargs.get("BLOCK_D", named_args.get("BLOCK_D")), named_args["k_ptr"].element_size()
+    if block_d is not None and block_d < 256:
+        kept = [c for c in kept if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages)
+                not in WIDE_HEAD_CONFIGS] or kept
     limit = _smem_limit() if block_d else None
     if limit:
         kept = [c for c in kept if _smem_floor(c, block_d, elem) <= limit] or kept[:1]

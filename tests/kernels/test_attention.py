@@ -380,6 +380,26 @@ def test_prune_drops_configs_whose_tiles_cannot_fit_shared_memory(monkeypatch):
     assert len(kept(torch.float32, 256)) == 5
 
 
+def test_prune_keeps_the_wide_head_configs_for_head_blocks_of_256_only(monkeypatch):
+    """WIDE_HEAD_CONFIGS (8-warp, 128-row tiles that did not spill at D=256) are tried for head
+    blocks of 256 and pruned below, so keys of narrower heads compile nothing more."""
+    from sits_doctor.kernels import attention as att
+
+    monkeypatch.setattr(att, "_smem_limit", lambda: 227 * 1024)
+    cfgs = [triton.Config({"BLOCK_M": bm, "BLOCK_N": bn}, num_warps=w, num_stages=st)
+            for bm, bn, w, st in ((64, 64, 4, 3), *att.WIDE_HEAD_CONFIGS)]
+
+    def kept(block_d):
+        args = {"MAX_ROWS": 4096, "k_ptr": torch.empty(1, dtype=torch.bfloat16)}
+        return [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages)
+                for c in att._prune(cfgs, args, BLOCK_D=block_d)]
+
+    assert kept(256) == [(64, 64, 4, 3), (128, 32, 8, 3), (128, 64, 8, 2)]
+    assert kept(128) == kept(64) == [(64, 64, 4, 3)]
+    wide_only = [triton.Config({"BLOCK_M": 128, "BLOCK_N": 32}, num_warps=8, num_stages=3)]
+    assert len(att._prune(wide_only, {"MAX_ROWS": 4096, "k_ptr": torch.empty(1)}, BLOCK_D=128)) == 1  # never none
+
+
 @triton.jit
 def _exp2_fma_kernel(x_ptr, y_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
