@@ -48,10 +48,12 @@ A decode step the policy sends to sdpa whatever the padding is, before any of it
 transformers' own ``"sdpa"`` (a forward pre-hook on the model's base reads the step's token count,
 batch and dynamic cache; a forward hook sets the name back after the step): mask and layers are
 then the unpatched model's own code, with two hook calls per step on top (see
-``_install_step_switch``). The end-to-end benchmark measured the per-call route below at 0.97-0.99×
-the unpatched model's batch-1 decode on the H200 (host-bound steps), which is why whole steps are
-switched. Steps the switch cannot read (arguments given positionally, a static cache) take the
-per-call paths below.
+``_install_step_switch``), where the per-call route below would hand a padded batch's mask to
+transformers' full sdpa function 32+ times a step. Batch-1 steps are not switched: unpadded, each
+of their calls is the lean one below, which costs less host work than the unpatched step
+(``SWITCH_MIN_BATCH``). Steps the switch cannot read (arguments given positionally, a static
+cache) take the per-call paths below. On the H200 (2026-12-02, run 7) the switch on every decode
+step read 0.991 (batch 1) and 1.010 (padded batch of 8) of the unpatched model's generate.
 
 Decode calls sent to sdpa cost no more host time than the unpatched model's, since there are 32+
 per generated token. An unpadded one on CUDA (no mask: every batch-1 step) with no dropout and no
@@ -114,6 +116,14 @@ POLICIES = ("table", "kernel", "sdpa")
 DISPATCH_FILE = Path(__file__).with_name("causal_trim_dispatch.json")
 _POLICY_ATTR = "_sits_causal_trim_dispatch"  # on each attention module while patched
 _STATS_ATTR = "_sits_causal_trim_stats"  # on each attention module: the patch's own Counter
+
+# Decode steps of fewer sequences than this keep the per-call paths even when the policy sends
+# them to sdpa: a batch-1 step has no mask to apply whenever it is unpadded, and then each call is
+# the lean one (_sdpa_decode), which costs less host work than transformers' own step; the switch
+# costs a little more. Python calls per decode step of a 32-layer tiny Llama (cProfile, this
+# repository's CPU, transformers 5.24): batch 1 unpatched 5800, per-call paths 5779, switched 5831;
+# a padded batch of 2: unpatched 6044, per-call paths 6183, switched 6075.
+SWITCH_MIN_BATCH = 2
 
 _registered = {"refs": 0, "prev_attn": None, "prev_mask": None}
 _CONFIG_POLICY: dict[int, str] = {}  # id(patched model's private config) -> its dispatch policy
@@ -561,12 +571,28 @@ def _install_step_switch(model, own: Counter):
     with one hook call on top instead of 32+ calls through :func:`attention_forward`. It applies to
     one-token steps over a dynamic cache on CUDA, given as keywords (what ``generate`` and the
     ``*ForCausalLM`` classes pass); any other call keeps this patch's implementation, whose own
-    per-call paths handle it. The layers' calls are counted as ``sdpa:decode`` here. After the
-    step (returned or raised) the name is this patch's again. Returns the undo."""
+    per-call paths handle it, as they do batch-1 steps (``SWITCH_MIN_BATCH``). The layers' calls
+    are counted as ``sdpa:decode`` here. After the step (returned or raised) the name is this
+    patch's again. Returns the undo."""
+    from transformers.cache_utils import DynamicCache
+
     base = getattr(model, "base_model", model)
     configs = {id(c): c for c in [model.config] + [getattr(m, "config", None) for m in _attention_modules(model)]
                if c is not None and getattr(c, "_attn_implementation_internal", None) == IMPL}
     targets = list(configs.values())
+    # Written into the configs' instance dicts, where the name lives (transformers 5.17-5.24): the
+    # config's __setattr__ runs its attribute map and strict-dataclass validators, dozens of Python
+    # calls twice a step (counted with cProfile on a tiny Llama: the switch added 68 calls a step
+    # that way, against 1670 for the whole unpatched step)
+    stores = [c.__dict__ if "_attn_implementation_internal" in c.__dict__ else None for c in targets]
+
+    def name_all(impl: str) -> None:
+        for c, d in zip(targets, stores):
+            if d is None:
+                c._attn_implementation_internal = impl
+            else:
+                d["_attn_implementation_internal"] = impl
+
     n_layers = len(_attention_modules(model))
     config = model.config
 
@@ -577,8 +603,10 @@ def _install_step_switch(model, own: Counter):
         past = kwargs.get("cache")  # transformers 5.24; past_key_values in 5.17
         if past is None:
             past = kwargs.get("past_key_values")
-        if (x is None or x.dim() < 2 or x.shape[1] != 1 or past is None or not _on_cuda(x)
-                or getattr(past, "is_compileable", True)):  # static caches: get_seq_length syncs
+        # a dynamic cache only: a static one's get_seq_length syncs (and its is_compileable walks
+        # every layer, each step)
+        if (x is None or x.dim() < 2 or x.shape[1] != 1 or x.shape[0] < SWITCH_MIN_BATCH
+                or not isinstance(past, DynamicCache) or not _on_cuda(x)):
             return IMPL
         return "sdpa" if decode_routes_to_sdpa(config, x.shape[0], past.get_seq_length() + 1) else IMPL
 
@@ -592,8 +620,7 @@ def _install_step_switch(model, own: Counter):
         with lock:
             in_flight[0] += 1
             impl = mode(kwargs) if in_flight[0] == 1 else IMPL
-            for c in targets:
-                c._attn_implementation_internal = impl
+            name_all(impl)
         if impl == "sdpa":
             STATS["sdpa:decode"] += n_layers
             if not _PROBING[0]:
@@ -602,8 +629,7 @@ def _install_step_switch(model, own: Counter):
     def restore(*_):  # after the step, raised or not: outside a forward the name is this patch's
         with lock:
             in_flight[0] = max(0, in_flight[0] - 1)
-            for c in targets:
-                c._attn_implementation_internal = IMPL
+            name_all(IMPL)
 
     handles = [base.register_forward_pre_hook(pre_hook, with_kwargs=True),
                base.register_forward_hook(restore, always_call=True)]
@@ -611,8 +637,7 @@ def _install_step_switch(model, own: Counter):
     def undo():
         for h in handles:
             h.remove()
-        for c in targets:
-            c._attn_implementation_internal = IMPL
+        name_all(IMPL)
     return undo
 
 

@@ -321,6 +321,8 @@ def test_step_switch_runs_routed_decode_steps_as_transformers_sdpa(monkeypatch):
         return seen[-1], calls["sdpa:decode"]
 
     try:
+        assert step()[0] == causal_trim.IMPL  # batch 1 keeps the per-call paths by default ...
+        monkeypatch.setattr(causal_trim, "SWITCH_MIN_BATCH", 1)  # ... here it is switched too
         assert step()[0] == "sdpa"
         assert other.config._attn_implementation == "eager"
         calls.clear()
@@ -343,13 +345,12 @@ def test_step_switch_runs_routed_decode_steps_as_transformers_sdpa(monkeypatch):
         causal_trim.set_table({("decode", False): [(1, 16, "kernel"), (4, 16, "sdpa")],
                                ("decode", True): [(1, 16, "kernel"), (4, 16, "sdpa")]})
 
-        class Cache:  # a dynamic cache holding n positions
-            is_compileable = False
-
+        class Cache(DynamicCache):  # a dynamic cache holding n positions
             def __init__(self, n=5):
+                super().__init__()
                 self.n = n
 
-            def get_seq_length(self):
+            def get_seq_length(self, layer_idx=0):
                 return self.n
 
         for batch, want in ((4, "sdpa"), (1, causal_trim.IMPL)):
@@ -406,6 +407,7 @@ def test_step_switch_gives_way_to_a_forward_beside_it(monkeypatch):
         want_other = m(input_ids=other_ids).logits
     ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=g))
     monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
+    monkeypatch.setattr(causal_trim, "SWITCH_MIN_BATCH", 1)  # a batch-1 step switched, as a batch of 2 would be
     causal_trim.set_table({("decode", False): [(1, 16, "sdpa")], ("decode", True): [(1, 16, "sdpa")]})
     names, other = [], []
     layers = m.model.layers
@@ -464,6 +466,7 @@ def test_step_switch_waits_while_another_forward_is_in_flight(monkeypatch):
         want_first = m(input_ids=ids[:, :5]).logits
     ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=g))
     monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
+    monkeypatch.setattr(causal_trim, "SWITCH_MIN_BATCH", 1)  # the batch-1 decode step would switch
     causal_trim.set_table({("decode", False): [(1, 16, "sdpa")], ("decode", True): [(1, 16, "sdpa")],
                            ("prefill", True): [(2, 16, "kernel")]})
     cache = prompt_cache()
@@ -529,8 +532,8 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch, switch):
     """Batch-1 generate on CUDA: every decode call the table sends to sdpa goes straight to
     transformers' own function (no ``_unfit`` / ``route``, once per layer per token), tokens equal
     the unpatched model's; with the decode entry on the kernel, or the "kernel" policy, or a kwarg
-    the kernel cannot take, the checks run as before. With the step switch the whole step runs
-    under transformers' "sdpa" (not even the lean call); without it each call is the lean call."""
+    the kernel cannot take, the checks run as before. Batch 1 keeps these per-call paths whether
+    the step switch's hooks are installed or not (SWITCH_MIN_BATCH)."""
     m = _tiny(6)
     n_layers = m.config.num_hidden_layers
     ids = torch.randint(3, 256, (1, 7), generator=torch.Generator().manual_seed(6))
@@ -561,8 +564,9 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch, switch):
             assert len(decode_checks) == n_checked * n_layers, (decode, policy, checked)
             on_sdpa = 3 * n_layers if n_checked == 0 else 0
             assert calls["sdpa:decode"] == on_sdpa, (decode, policy, dict(calls))
-            # without the switch each one is the lean call (transformers' own, without its Python)
-            assert len(lean) == (0 if switch else on_sdpa)
+            # each one the lean call (transformers' own, without its Python), with or without the
+            # switch's hooks: batch-1 steps are not switched (SWITCH_MIN_BATCH)
+            assert len(lean) == on_sdpa
             assert calls["kernel"] == n_layers + 3 * n_layers - on_sdpa  # the prefill on the kernel
         # one layer's call with a sliding window: the checks run and name the reason
         causal_trim.set_dispatch(ps["causal_trim"], "table")
