@@ -327,13 +327,14 @@ def profile_kernels(fns: list[tuple[str, object]]) -> list[dict]:
     return out
 
 
-def decode_suite(dev, env, out_dir: Path) -> None:
-    """``--only decode``: the short-query path's checks and its CUDA-graph timings against SDPA
-    (issue 11 item 2), with the pdl merge at the automatic split count and at a half and a quarter
-    of it; writes ``decode.json``. A few minutes less than ``--only attention`` (no prefill)."""
-    checks = check_attention_paths(dev, decode_only=True)
+DECODE_SHAPE = (32, 8, 128)  # Hq, Hk, D of the decode cases
+
+
+def decode_timings(dev, variant_opts, rep: int = 200) -> tuple[list[dict], list[dict]]:
+    """Each decode case under CUDA graphs: ours and SDPA (rows), then ours with each of
+    ``variant_opts(batch, auto split count)``'s ``decode`` options (variants)."""
+    hq, hk, d = DECODE_SHAPE
     rows, variants = [], []
-    hq, hk, d = 32, 8, 128
     for b, sk in DECODE_CASES:
         q = torch.randn(b, hq, 1, d, device=dev, dtype=torch.bfloat16)
         k, v = (torch.randn(b, hk, sk, d, device=dev, dtype=torch.bfloat16) for _ in range(2))
@@ -342,22 +343,43 @@ def decode_suite(dev, env, out_dir: Path) -> None:
         rows.append(_time(case, "causal_trim (ours)", lambda: attention.causal_attention(q, k, v), nbytes=nbytes, graph=True))
         rows.append(_time(case, "SDPA default (gqa)", sdpa(q, k, v, gqa=True), nbytes=nbytes, graph=True))
         auto = attention._decode_splits(dev, b * hk, sk, 64)
-        opts = [{"mode": "pdl", "splits": n} for n in sorted({max(2, auto // 2), max(2, auto // 4)} - {auto})] if auto > 1 else []
-        if b == 1:  # the merge split by columns: more, smaller programs (the batch-1 merge is latency-bound)
-            opts += [{"mode": "pdl", "merge_cols": c, "merge_warps": w} for c, w in ((32, 1), (64, 2), (32, 2))]
-        for o in opts:
+        for o in variant_opts(b, auto):
             label = "ours " + ",".join(f"{k_}={v_}" for k_, v_ in o.items()) + f" (auto splits {auto})"
             variants.append(_time(case, label, lambda o=o: attention._attention(q, k, v, decode=o),
-                                  nbytes=nbytes, graph=True))
+                                  nbytes=nbytes, graph=True, rep=rep))
         del q, k, v
+    return rows, variants
+
+
+def decode_target_lines(rows: list[dict]) -> list[str]:
+    """Issue 11's decode targets (ours against SDPA under CUDA graphs) from the rows measured."""
+    hq, hk, d = DECODE_SHAPE
     lines = []
     for b, sk in DECODE_CASES:
         prefix = f"decode B={b} Hq={hq} Hk={hk} D={d} k={sk}"
-        ours = next((r for r in rows if r["case"].startswith(prefix) and r["impl"] == "causal_trim (ours)" and r.get("ms")), None)
-        peer = next((r for r in rows if r["case"].startswith(prefix) and r["impl"] == "SDPA default (gqa)" and r.get("ms")), None)
+        ours, peer = (next((r for r in rows if r["case"].startswith(prefix) and r["impl"] == impl and r.get("ms")), None)
+                      for impl in ("causal_trim (ours)", "SDPA default (gqa)"))
         if ours and peer:
             r = peer["ms"] / ours["ms"]
-            lines.append(f"- decode B={b} k={sk} vs SDPA default (gqa), CUDA graph: {r:.2f}× (target ≥1.0×): {'met' if r >= 1.0 else 'NOT met'}")
+            lines.append(f"- decode B={b} k={sk} vs SDPA default (gqa), CUDA graph: {r:.2f}× (target ≥1.0×): "
+                         f"{'met' if r >= 1.0 else 'NOT met'}")
+    return lines
+
+
+def decode_suite(dev, env, out_dir: Path) -> None:
+    """``--only decode``: the short-query path's checks and its CUDA-graph timings against SDPA
+    (issue 11 item 2), with the pdl merge at the automatic split count and at a half and a quarter
+    of it; writes ``decode.json``. A few minutes less than ``--only attention`` (no prefill)."""
+    checks = check_attention_paths(dev, decode_only=True)
+
+    def opts(b, auto):
+        out = [{"mode": "pdl", "splits": n} for n in sorted({max(2, auto // 2), max(2, auto // 4)} - {auto})] if auto > 1 else []
+        if b == 1:  # the merge split by columns: more, smaller programs (the batch-1 merge is latency-bound)
+            out += [{"mode": "pdl", "merge_cols": c, "merge_warps": w} for c, w in ((32, 1), (64, 2), (32, 2))]
+        return out
+
+    rows, variants = decode_timings(dev, opts)
+    lines = decode_target_lines(rows)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "decode.json").write_text(json.dumps({"env": env, "checks": checks, "rows": rows, "variants": variants,
                                                      "targets": lines}, indent=2))
@@ -371,32 +393,24 @@ def attention_suite(dev, env, ceil, out_dir: Path, sweep: bool) -> None:
 
     dtype = torch.bfloat16
     checks = check_attention_paths(dev)
-    rows, variants = [], []
-    hq, hk, d = 32, 8, 128
-    for b, sk in DECODE_CASES:
-        q = torch.randn(b, hq, 1, d, device=dev, dtype=dtype)
-        k, v = (torch.randn(b, hk, sk, d, device=dev, dtype=dtype) for _ in range(2))
-        nbytes = 2 * k.numel() * k.element_size() + 2 * q.numel() * q.element_size()
-        case = f"decode B={b} Hq={hq} Hk={hk} D={d} k={sk} (CUDA graph)"
-        rows.append(_time(case, "causal_trim (ours)", lambda: attention.causal_attention(q, k, v), nbytes=nbytes, graph=True))
-        rows.append(_time(case, "SDPA default (gqa)", sdpa(q, k, v, gqa=True), nbytes=nbytes, graph=True))
-        if sweep:
-            auto = attention._decode_splits(dev, b * hk, sk, 64)
-            opts = [{"mode": m} for m in ("separate", "pdl", "legacy")]
-            if auto > 1:
-                opts += [{"mode": "fused", "splits": n} for n in sorted({max(2, auto // 2), min(64, auto * 2)} - {auto})]
-                # the default mode (pdl) at half and a quarter of the auto split count: one wave of
-                # programs, and a merge that reads fewer partials (fused at half the splits was
-                # 1.4x faster than fused at the auto count at B=1, 2026-12-01)
-                opts += [{"mode": "pdl", "splits": n} for n in sorted({max(2, auto // 2), max(2, auto // 4)} - {auto})]
-                opts += [{"mode": "fused", "block_n": 32, "num_stages": 4}, {"mode": "fused", "num_stages": 4}]
-            else:
-                opts += [{"mode": "fused", "splits": 2}, {"num_warps": 8}, {"num_stages": 3}, {"block_n": 32}]
-            for o in opts:
-                label = "ours " + ",".join(f"{k_}={v_}" for k_, v_ in o.items()) + f" (auto splits {auto})"
-                variants.append(_time(case, label, lambda o=o: attention._attention(q, k, v, decode=o),
-                                      nbytes=nbytes, graph=True, rep=100))
-        del q, k, v
+
+    def sweep_opts(b, auto):
+        if not sweep:
+            return []
+        opts = [{"mode": m} for m in ("separate", "pdl", "legacy")]
+        if auto > 1:
+            opts += [{"mode": "fused", "splits": n} for n in sorted({max(2, auto // 2), min(64, auto * 2)} - {auto})]
+            # the default mode (pdl) at half and a quarter of the auto split count: one wave of
+            # programs, and a merge that reads fewer partials (fused at half the splits was
+            # 1.4x faster than fused at the auto count at B=1, 2026-12-01)
+            opts += [{"mode": "pdl", "splits": n} for n in sorted({max(2, auto // 2), max(2, auto // 4)} - {auto})]
+            opts += [{"mode": "fused", "block_n": 32, "num_stages": 4}, {"mode": "fused", "num_stages": 4}]
+        else:
+            opts += [{"mode": "fused", "splits": 2}, {"num_warps": 8}, {"num_stages": 3}, {"block_n": 32}]
+        return opts
+
+    rows, variants = decode_timings(dev, sweep_opts, rep=100)
+    hq, hk, d = DECODE_SHAPE
     # chunked prefill: 512 new queries over 8192 keys, bottom-right causal
     b, h, sq, sk = 4, 32, 512, 8192
     q = torch.randn(b, h, sq, d, device=dev, dtype=dtype)
@@ -426,18 +440,9 @@ def attention_suite(dev, env, ceil, out_dir: Path, sweep: bool) -> None:
         except Exception as exc:  # the profiler is a diagnosis, not a result
             prof = [{"call": "profiler", "kernel": f"{type(exc).__name__}: {exc}"[:200], "count": 0, "us_each": 0.0}]
 
-    lines = []
-
-    def find(prefix, impl):
-        return next((r for r in rows if r["case"].startswith(prefix) and r["impl"] == impl and r.get("ms")), None)
-
-    for b, sk in DECODE_CASES:
-        prefix = f"decode B={b} Hq={hq} Hk={hk} D={d} k={sk}"
-        ours, peer = find(prefix, "causal_trim (ours)"), find(prefix, "SDPA default (gqa)")
-        if ours and peer:
-            r = peer["ms"] / ours["ms"]
-            lines.append(f"- decode B={b} k={sk} vs SDPA default (gqa), CUDA graph: {r:.2f}× (target ≥1.0×): {'met' if r >= 1.0 else 'NOT met'}")
-    ours, peer = find("chunked prefill", "causal_trim (ours)"), find("chunked prefill", "SDPA causal_lower_right")
+    lines = decode_target_lines(rows)
+    ours, peer = (next((r for r in rows if r["case"].startswith("chunked prefill") and r["impl"] == impl and r.get("ms")),
+                       None) for impl in ("causal_trim (ours)", "SDPA causal_lower_right"))
     if ours and peer:
         r = peer["ms"] / ours["ms"]
         lines.append(f"- chunked prefill vs SDPA causal_lower_right: {r:.2f}× (target ≥1.7×): {'met' if r >= 1.7 else 'NOT met'}")

@@ -396,6 +396,20 @@ def _combine_splits(
 
 
 @triton.jit
+def _write_merged(out_ptr, stride_ob, stride_oh, stride_om, stride_od, lse_ptr, stride_lb, stride_lh, stride_lm,
+                  acc, total, m, batch, head, row, d, ok, lse_ok, WRITE_LSE: tl.constexpr):
+    """The merges' epilogue: O = acc / total at (batch, head, row, d) where ``ok``, and the natural
+    LSE where ``lse_ok`` (a row no split saw: O 0, LSE -inf). ``m`` and the LSE sums are base 2."""
+    seen = total > 0.0
+    acc = acc / tl.where(seen, total, 1.0)
+    row_off = batch * stride_ob + head * stride_oh + row * stride_om
+    tl.store(out_ptr + row_off + d * stride_od, acc.to(out_ptr.dtype.element_ty), mask=ok)
+    if WRITE_LSE:
+        lse = tl.where(seen, (m + tl.math.log2(tl.where(seen, total, 1.0))) * 0.6931471805599453, float("-inf"))
+        tl.store(lse_ptr + batch * stride_lb + head * stride_lh + row * stride_lm, lse, mask=lse_ok)
+
+
+@triton.jit
 def _merge_tile(
     out_ptr, stride_ob, stride_oh, stride_om, stride_od,
     lse_ptr, stride_lb, stride_lh, stride_lm,
@@ -430,15 +444,8 @@ def _merge_tile(
         acc = acc * alpha + tl.sum(w * p, 0)
         total = total * alpha + tl.sum(w, 0)
         m = m_new
-    seen = total > 0.0
-    acc = acc / tl.where(seen, total, 1.0)
-    head = kv_head * GROUP + r % GROUP
-    row_off = batch * stride_ob + head * stride_oh + (q_start + pos) * stride_om
-    tl.store(out_ptr + row_off + d * stride_od, acc.to(out_ptr.dtype.element_ty), mask=ok)
-    if WRITE_LSE:
-        lse = tl.where(seen, (m + tl.math.log2(tl.where(seen, total, 1.0))) * 0.6931471805599453, float("-inf"))
-        tl.store(lse_ptr + batch * stride_lb + head * stride_lh + (q_start + pos) * stride_lm, lse,
-                 mask=ok & (d == 0))
+    _write_merged(out_ptr, stride_ob, stride_oh, stride_om, stride_od, lse_ptr, stride_lb, stride_lh, stride_lm,
+                  acc, total, m, batch, kv_head * GROUP + r % GROUP, q_start + pos, d, ok, ok & (d == 0), WRITE_LSE)
 
 
 @triton.jit
@@ -478,15 +485,8 @@ def _merge_row(
         acc = acc * alpha + tl.sum(w[:, None] * p, 0)
         total = total * alpha + tl.sum(w, 0)
         m = m_new
-    seen = total > 0.0
-    acc = acc / tl.where(seen, total, 1.0)
-    head = kv_head * GROUP + r % GROUP
-    row_off = batch * stride_ob + head * stride_oh + (q_start + pos) * stride_om
-    tl.store(out_ptr + row_off + d * stride_od, acc.to(out_ptr.dtype.element_ty), mask=ok)
-    if WRITE_LSE:
-        lse = tl.where(seen, (m + tl.math.log2(tl.where(seen, total, 1.0))) * 0.6931471805599453, float("-inf"))
-        tl.store(lse_ptr + batch * stride_lb + head * stride_lh + (q_start + pos) * stride_lm, lse,
-                 mask=row_ok & (c0 == 0))
+    _write_merged(out_ptr, stride_ob, stride_oh, stride_om, stride_od, lse_ptr, stride_lb, stride_lh, stride_lm,
+                  acc, total, m, batch, kv_head * GROUP + r % GROUP, q_start + pos, d, ok, row_ok & (c0 == 0), WRITE_LSE)
 
 
 @triton.jit

@@ -2,23 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
 import pytest
 
 pytest.importorskip("triton")
 pytest.importorskip("torch")
 
-REPO = Path(__file__).resolve().parents[1]
+from load_script import load_script  # noqa: E402
+
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location("bench_kernels", REPO / "bench" / "kernels.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench/kernels.py", "bench_kernels")
 
 
 def _report(rows):

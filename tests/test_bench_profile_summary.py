@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+from load_script import load_script
+
 
 
 def _mod():
-    spec = importlib.util.spec_from_file_location("bench_profile", REPO / "bench" / "profile_kernels.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench/profile_kernels.py", "bench_profile")
 
 
 def _raw(path: Path, unit: str, rows: list[dict]) -> None:

@@ -584,14 +584,11 @@ def _install_step_switch(model, own: Counter):
     # config's __setattr__ runs its attribute map and strict-dataclass validators, dozens of Python
     # calls twice a step (counted with cProfile on a tiny Llama: the switch added 68 calls a step
     # that way, against 1670 for the whole unpatched step)
-    stores = [c.__dict__ if "_attn_implementation_internal" in c.__dict__ else None for c in targets]
+    stores = [c.__dict__ for c in targets]
 
     def name_all(impl: str) -> None:
-        for c, d in zip(targets, stores):
-            if d is None:
-                c._attn_implementation_internal = impl
-            else:
-                d["_attn_implementation_internal"] = impl
+        for d in stores:
+            d["_attn_implementation_internal"] = impl
 
     n_layers = len(_attention_modules(model))
     config = model.config
