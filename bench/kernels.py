@@ -482,8 +482,9 @@ def attention_suite(dev, env, ceil, out_dir: Path, sweep: bool) -> None:
     print("\n".join(md))
 
 
-def extra_cases(dev, only: str | None = None) -> list[dict]:
-    """rope_hoist and act_calib cases, from each kernel module's bench_cases()."""
+def extra_cases(dev, only: str | None = None, variants: bool = True) -> list[dict]:
+    """rope_hoist and act_calib cases, from each kernel module's bench_cases() (and its
+    bench_variants(), the launch-parameter sweep, unless ``variants`` is False)."""
     rows = []
     for mod_name in (only,) if only else ("rope", "act_quant"):
         try:
@@ -506,9 +507,48 @@ def extra_cases(dev, only: str | None = None) -> list[dict]:
             peers = peer if isinstance(peer, (list, tuple)) else [("peer", peer)]
             for peer_name, fn in peers:
                 rows.append(_time(name, peer_name, fn, nbytes=nbytes, graph=True))
-        for name, fn, nbytes in getattr(mod, "bench_variants", lambda d: [])(dev):
+        for name, fn, nbytes in (getattr(mod, "bench_variants", lambda d: [])(dev) if variants else ()):
             rows.append(_time(f"{mod_name} variant", name, fn, nbytes=nbytes, graph=True))
     return rows
+
+
+def _norm_quant_bench():
+    """bench/norm_quant.py as a module (bench/ is not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_norm_quant", Path(__file__).with_name("norm_quant.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def norm_quant_checks(dev) -> list[dict]:
+    """The fused RMSNorm + quantization kernel against its float64 reference (bench/norm_quant.py's
+    self-checks: poisoned outputs, awkward shapes, int8 and fp8), as device self-check rows."""
+    return [{"check": f"norm_quant: {c['case'].strip()}", "ok": c["ok"],
+             "detail": f"{c['differ']}/{c['n']} codes differ, {c['outside']} outside the tie bracket"}
+            for c in _norm_quant_bench().self_check(dev) if c["ok"] is not None]
+
+
+def norm_quant_cases(dev) -> list[dict]:
+    """Issue 11 item 3 in the full run: ours, the unfused pair and torch.compile's fusion at
+    M = 8192, 64, 8, 1 rows of 4096 (bench/norm_quant.py's cases, without its launch variants)."""
+    rows, _ = _norm_quant_bench().measure(dev, (8192, 64, 8, 1))
+    return rows
+
+
+def norm_quant_section(rows: list[dict]) -> list[str]:
+    """The norm_quant rows as a table (stream and CUDA-graph medians) and their target lines."""
+    if not rows:
+        return ["Fused RMSNorm + quantization: not measured in this run.", ""]
+    md = ["Fused RMSNorm + per-token quantization (x [M, 4096] bf16; ms: stream / CUDA graph):", "",
+          "| case | implementation | ms | graph ms | graph TB/s | host µs | note |", "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        cells = [f"{r[k]:.4f}" if r.get(k) is not None else "-" for k in ("ms", "graph_ms")]
+        md.append(f"| {r['case']} | {r['impl']} | {cells[0]} | {cells[1]} | "
+                  f"{r.get('graph_TBps', 0):.2f} | {r.get('host_us', 0):.1f} | {r.get('error', '')} |")
+    md += ["", "Targets (peer time / ours; stream / CUDA graph):", ""]
+    return md + _norm_quant_bench().target_lines(rows) + [""]
 
 
 def self_checks(dev) -> list[dict]:
@@ -636,6 +676,7 @@ def render(report: dict) -> str:
         "",
         table(rows),
         "",
+        *norm_quant_section(report.get("norm_quant", [])),
     ]
     if report.get("autotuned"):
         md += ["Autotuned prefill configs (key → config):", ""]
@@ -681,12 +722,12 @@ def main() -> None:
         print("\n".join(targets(rows, ceil)))
         return
     args.out.mkdir(parents=True, exist_ok=True)
-    checks, selfchecks, rows, stages = [], [], [], {}
+    checks, selfchecks, rows, nq_rows, stages = [], [], [], [], {}
     t0 = time.perf_counter()
 
     def report() -> dict:
         return {"env": env, "ceilings": ceil, "stages_s": stages, "checks": checks, "selfchecks": selfchecks,
-                "rows": rows, "autotuned": autotuned()}
+                "rows": rows, "norm_quant": nq_rows, "autotuned": autotuned()}
 
     def save():
         (args.out / "kernels.json").write_text(json.dumps(report(), indent=2))
@@ -708,7 +749,9 @@ def main() -> None:
     stage("correctness bf16", lambda: check_attention(dev, torch.bfloat16), checks)
     stage("device self-checks", lambda: self_checks(dev), selfchecks)
     stage("attention timing", lambda: bench_attention(dev, torch.bfloat16, args.quick), rows)
-    stage("rope and act_quant timing", lambda: extra_cases(dev), rows)
+    stage("rope and act_quant timing", lambda: extra_cases(dev, variants=False), rows)
+    stage("norm_quant self-checks", lambda: norm_quant_checks(dev), selfchecks)
+    stage("norm_quant timing", lambda: norm_quant_cases(dev), nq_rows)
     stage("correctness fp32", lambda: check_attention(dev, torch.float32), checks)
     save()
     text = render(report())

@@ -8,7 +8,8 @@ targets of issue 11 that timing alone left open. The cases are the benchmark's (
 causal prefill B=4 H=32 S=4096 D=128 bf16 (ours, ours with exp2=split, SDPA cuDNN, SDPA FA2),
 decode B=1 Hq=32 Hk=8 k=8192 (ours, SDPA default), chunked prefill q=512 over k=8192 (ours,
 SDPA causal_lower_right), then prefill at D=64 and D=256 (ours, cuDNN) and decode at batch 8
-(ours, SDPA); the last three were added after the 2026-12-02 run. Each is called until Triton has tuned it, then once inside
+(ours, SDPA); the last three, and ours with lazy rescaling and the warp-specialised Hopper TMA
+kernel at D=128, were added after the 2026-12-02 run. Each is called until Triton has tuned it, then once inside
 ``cudaProfilerStart``/``Stop``, so ncu (``--profile-from-start off``) sees only those launches.
 
 ncu replays each kernel once per counter pass with clock control off (the device tool's METHOD.md:
@@ -88,6 +89,11 @@ def target(cases_out: Path) -> None:
         ("prefill S=4096 D=128: causal_trim", lambda: attention.causal_attention(q, k, v)),
         ("prefill S=4096 D=128: causal_trim exp2=split",
          lambda: attention._attention(q, k, v, prefill={"exp2": "split"})),
+        ("prefill S=4096 D=128: causal_trim rescale=lazy",
+         lambda: attention._attention(q, k, v, prefill={"rescale": "lazy"})),
+        ("prefill S=4096 D=128: causal_trim Hopper TMA 128x128 w8 s2 warp-specialised",
+         lambda: attention._attention(q, k, v, prefill={"use": True, "block_m": 128, "block_n": 128, "num_warps": 8,
+                                                         "num_stages": 2, "warp_specialize": True})),
         ("prefill S=4096 D=128: SDPA cuDNN",
          with_backend(SDPBackend.CUDNN_ATTENTION, lambda: f(q, k, v, is_causal=True))),
         ("prefill S=4096 D=128: SDPA FA2",
@@ -105,10 +111,17 @@ def target(cases_out: Path) -> None:
         ("decode B=8 k=8192: causal_trim", lambda: attention.causal_attention(bq, bk, bv)),
         ("decode B=8 k=8192: SDPA default", lambda: f(bq, bk, bv, enable_gqa=True)),
     ]
-    for _, fn in cases:  # tune and warm outside the profiled range
-        for _ in range(3):
-            fn()
-    torch.cuda.synchronize()
+    kept = []
+    for name, fn in cases:  # tune and warm outside the profiled range; a case that fails is left out, said so
+        try:
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize()
+        except Exception as exc:  # an opt-in variant the installed Triton cannot build, say
+            print(f"left out {name!r}: {type(exc).__name__}: {str(exc)[:300]}", file=sys.stderr, flush=True)
+            continue
+        kept.append((name, fn))
+    cases = kept
     order = []
     torch.cuda.profiler.start()
     for name, fn in cases:

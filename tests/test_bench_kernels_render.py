@@ -48,3 +48,20 @@ def test_render_writes_md_beside_the_json(tmp_path, monkeypatch, capsys):
     bench.main()
     assert (tmp_path / "kernels-x.md").read_text().startswith("# Kernel benchmark on G")
     assert "Device self-checks: none recorded" in capsys.readouterr().out
+
+
+def test_norm_quant_rows_rendered_with_their_targets():
+    """The full run's norm_quant rows: a table row per implementation and target lines computed
+    from them (peer time over ours, stream / graph); a report without them says so."""
+    bench = _bench()
+    case = "M=1 K=4096 bf16 int8 +residual"
+    rows = [{"case": case, "impl": "ours (fused)", "ms": 0.010, "graph_ms": 0.004, "graph_TBps": 0.01, "host_us": 9.0},
+            {"case": case, "impl": "unfused: compiled norm + act_quant", "ms": 0.020, "graph_ms": 0.0058,
+             "graph_TBps": 0.007, "host_us": 30.0},
+            {"case": case, "impl": "torch.compile fused", "ms": 0.012, "graph_ms": 0.0036, "graph_TBps": 0.01,
+             "host_us": 20.0}]
+    text = bench.render({**_report([]), "norm_quant": rows})
+    assert f"| {case} | ours (fused) | 0.0100 | 0.0040 | 0.01 | 9.0 |" in text
+    assert f"- {case} vs unfused: compiled norm + act_quant: 2.00× / 1.45× (≥1.5×): NOT met" in text
+    assert f"- {case} vs torch.compile fused: 1.20× / 0.90× (≥1.0×): NOT met" in text
+    assert "Fused RMSNorm + quantization: not measured in this run." in bench.render(_report([]))

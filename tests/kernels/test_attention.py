@@ -265,6 +265,24 @@ def test_separate_merge_by_column_blocks_matches_reference(cols, warps):
         attention_module._attention(q, k, v, num_splits=5, decode={"mode": "separate", "merge_cols": 48})
 
 
+def test_merge_layout_splits_rows_only_while_few_programs():
+    """The separate merge's default layout: whole rows on 4 warps, except on a GPU whose 32-column
+    programs would number at most two per multiprocessor (batch 1: 8 kv heads × 4 rows × 4 column
+    blocks = 128 on 132 SMs); explicit options win; a bad column count is refused."""
+    layout = attention_module._merge_layout
+    assert layout(132, 32, 128, {}) == (32, 1)  # batch 1, Hk 8, 4 query rows: 128 programs
+    assert layout(132, 66, 128, {}) == (32, 1)  # 264 programs: exactly two per SM
+    assert layout(132, 67, 128, {}) == (128, 4)  # 268: one more row and the whole-row merge
+    assert layout(132, 256, 128, {}) == (128, 4)  # batch 8
+    assert layout(None, 32, 128, {}) == (128, 4)  # the interpreter / no CUDA device
+    assert layout(132, 32, 32, {}) == (32, 4)  # a row no wider than the split: nothing to split
+    assert layout(132, 32, 64, {}) == (32, 1)
+    assert layout(132, 32, 128, {"merge_cols": 64}) == (64, 4)
+    assert layout(132, 256, 128, {"merge_warps": 2}) == (128, 2)
+    with pytest.raises(ValueError, match="merge_cols"):
+        layout(132, 32, 128, {"merge_cols": 48})
+
+
 @pytest.mark.parametrize("mode", ["fused", "separate"])
 def test_decode_path_varlen_merge_and_counters_at_zero(mode):
     q_lens, k_lens = [1, 0, 3, 1, 2], [40, 3, 1, 65, 129]  # an empty sequence; rows that see nothing
