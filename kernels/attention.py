@@ -1001,14 +1001,15 @@ def _merge_layout(sms: int | None, row_programs: int, block_d: int, decode: dict
     """(columns per program, warps) of the separate merge over ``row_programs`` (tile, query row)
     pairs. ``decode={"merge_cols": n, "merge_warps": w}`` sets them (n a power of two dividing
     BLOCK_D; w default 4). Otherwise a whole row on 4 warps, unless the GPU has ``sms``
-    multiprocessors and rows split into 32-column programs still number at most two per
-    multiprocessor: then 32 columns on one warp. On the H200 at batch 1 (Hq 32, Hk 8, D 128, 32
-    programs) that merge took the step from 12.4 to 10.9 µs against SDPA's 11.2
-    (bench/results/decode-h200-2026-12-02-run2.log). ``sms`` None (the CPU interpreter, other
-    devices): the whole row."""
+    multiprocessors and rows split into 32-column programs still number at most eight per
+    multiprocessor: then 32 columns on one warp. On the H200 (Hq 32, Hk 8, D 128, CUDA graphs) that
+    took batch 1 from 12.4 to 10.9 µs (SDPA 11.2) and batch 8 from 66.9 to 65.9 µs (SDPA 65.6),
+    and tied at batch 16, past the limit (bench/results/decode-h200-2026-12-02-run2.log,
+    decode-sweep-h200-2026-12-02.log). ``sms`` None (the CPU interpreter, other devices): the
+    whole row."""
     if "merge_cols" in decode or "merge_warps" in decode:
         ncols, warps = min(block_d, decode.get("merge_cols", block_d)), decode.get("merge_warps", 4)
-    elif sms and block_d > MERGE_SPLIT_COLS and row_programs * (block_d // MERGE_SPLIT_COLS) <= 2 * sms:
+    elif sms and block_d > MERGE_SPLIT_COLS and row_programs * (block_d // MERGE_SPLIT_COLS) <= 8 * sms:
         ncols, warps = MERGE_SPLIT_COLS, 1
     else:
         ncols, warps = block_d, 4

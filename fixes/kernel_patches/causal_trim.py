@@ -49,11 +49,12 @@ transformers' own ``"sdpa"`` (a forward pre-hook on the model's base reads the s
 batch and dynamic cache; a forward hook sets the name back after the step): mask and layers are
 then the unpatched model's own code, with two hook calls per step on top (see
 ``_install_step_switch``), where the per-call route below would hand a padded batch's mask to
-transformers' full sdpa function 32+ times a step. Batch-1 steps are not switched: unpadded, each
-of their calls is the lean one below, which costs less host work than the unpatched step
-(``SWITCH_MIN_BATCH``). Steps the switch cannot read (arguments given positionally, a static
-cache) take the per-call paths below. On the H200 (2026-12-02, run 7) the switch on every decode
-step read 0.991 (batch 1) and 1.010 (padded batch of 8) of the unpatched model's generate.
+transformers' full sdpa function 32+ times a step. Steps the switch cannot read (arguments given
+positionally, a static cache) take the per-call paths below. On the H200 (2026-12-02) the switch
+on every decode step read 0.991 (batch 1) and 1.010 (padded batch of 8) of the unpatched model's
+generate (run 7); with batch-1 steps left to the per-call paths, batch 1 read 0.980 (run 8), and
+in both runs where batch 1 took the per-call paths (runs 6 and 8) causal_trim cost 2.1-2.5% inside
+"both" against 0.3% with the switch (bench/results/e2e-patches-h200-2026-12-02.md).
 
 Decode calls sent to sdpa cost no more host time than the unpatched model's, since there are 32+
 per generated token. An unpadded one on CUDA (no mask: every batch-1 step) with no dropout and no
@@ -117,13 +118,6 @@ DISPATCH_FILE = Path(__file__).with_name("causal_trim_dispatch.json")
 _POLICY_ATTR = "_sits_causal_trim_dispatch"  # on each attention module while patched
 _STATS_ATTR = "_sits_causal_trim_stats"  # on each attention module: the patch's own Counter
 
-# Decode steps of fewer sequences than this keep the per-call paths even when the policy sends
-# them to sdpa: a batch-1 step has no mask to apply whenever it is unpadded, and then each call is
-# the lean one (_sdpa_decode), which costs less host work than transformers' own step; the switch
-# costs a little more. Python calls per decode step of a 32-layer tiny Llama (cProfile, this
-# repository's CPU, transformers 5.24): batch 1 unpatched 5800, per-call paths 5779, switched 5831;
-# a padded batch of 2: unpatched 6044, per-call paths 6183, switched 6075.
-SWITCH_MIN_BATCH = 2
 
 _registered = {"refs": 0, "prev_attn": None, "prev_mask": None}
 _CONFIG_POLICY: dict[int, str] = {}  # id(patched model's private config) -> its dispatch policy
@@ -571,7 +565,7 @@ def _install_step_switch(model, own: Counter):
     with one hook call on top instead of 32+ calls through :func:`attention_forward`. It applies to
     one-token steps over a dynamic cache on CUDA, given as keywords (what ``generate`` and the
     ``*ForCausalLM`` classes pass); any other call keeps this patch's implementation, whose own
-    per-call paths handle it, as they do batch-1 steps (``SWITCH_MIN_BATCH``). The layers' calls
+    per-call paths handle it. The layers' calls
     are counted as ``sdpa:decode`` here. After the step (returned or raised) the name is this
     patch's again. Returns the undo."""
     from transformers.cache_utils import DynamicCache
@@ -602,8 +596,8 @@ def _install_step_switch(model, own: Counter):
             past = kwargs.get("past_key_values")
         # a dynamic cache only: a static one's get_seq_length syncs (and its is_compileable walks
         # every layer, each step)
-        if (x is None or x.dim() < 2 or x.shape[1] != 1 or x.shape[0] < SWITCH_MIN_BATCH
-                or not isinstance(past, DynamicCache) or not _on_cuda(x)):
+        if (x is None or x.dim() < 2 or x.shape[1] != 1 or not isinstance(past, DynamicCache)
+                or not _on_cuda(x)):
             return IMPL
         return "sdpa" if decode_routes_to_sdpa(config, x.shape[0], past.get_seq_length() + 1) else IMPL
 

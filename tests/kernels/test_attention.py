@@ -267,18 +267,19 @@ def test_separate_merge_by_column_blocks_matches_reference(cols, warps):
 
 def test_merge_layout_splits_rows_only_while_few_programs():
     """The separate merge's default layout: whole rows on 4 warps, except on a GPU whose 32-column
-    programs would number at most two per multiprocessor (batch 1: 8 kv heads × 4 rows × 4 column
-    blocks = 128 on 132 SMs); explicit options win; a bad column count is refused."""
+    programs would number at most eight per multiprocessor (batch 8: 64 tiles × 4 rows × 4 column
+    blocks = 1024 on 132 SMs); explicit options win; a bad column count is refused."""
     layout = attention_module._merge_layout
     assert layout(132, 32, 128, {}) == (32, 1)  # batch 1, Hk 8, 4 query rows: 128 programs
-    assert layout(132, 66, 128, {}) == (32, 1)  # 264 programs: exactly two per SM
-    assert layout(132, 67, 128, {}) == (128, 4)  # 268: one more row and the whole-row merge
-    assert layout(132, 256, 128, {}) == (128, 4)  # batch 8
+    assert layout(132, 256, 128, {}) == (32, 1)  # batch 8: 1024 programs
+    assert layout(132, 264, 128, {}) == (32, 1)  # 1056 programs: exactly eight per SM
+    assert layout(132, 265, 128, {}) == (128, 4)  # one more row and the whole-row merge
+    assert layout(132, 512, 128, {}) == (128, 4)  # batch 16
     assert layout(None, 32, 128, {}) == (128, 4)  # the interpreter / no CUDA device
     assert layout(132, 32, 32, {}) == (32, 4)  # a row no wider than the split: nothing to split
     assert layout(132, 32, 64, {}) == (32, 1)
     assert layout(132, 32, 128, {"merge_cols": 64}) == (64, 4)
-    assert layout(132, 256, 128, {"merge_warps": 2}) == (128, 2)
+    assert layout(132, 512, 128, {"merge_warps": 2}) == (128, 2)
     with pytest.raises(ValueError, match="merge_cols"):
         layout(132, 32, 128, {"merge_cols": 48})
 

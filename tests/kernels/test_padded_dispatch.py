@@ -321,9 +321,7 @@ def test_step_switch_runs_routed_decode_steps_as_transformers_sdpa(monkeypatch):
         return seen[-1], calls["sdpa:decode"]
 
     try:
-        assert step()[0] == causal_trim.IMPL  # batch 1 keeps the per-call paths by default ...
-        monkeypatch.setattr(causal_trim, "SWITCH_MIN_BATCH", 1)  # ... here it is switched too
-        assert step()[0] == "sdpa"
+        assert step()[0] == "sdpa"  # a batch-1 step is switched, as a padded batch is
         assert other.config._attn_implementation == "eager"
         calls.clear()
         assert step("past_key_values")[0] == "sdpa"
@@ -407,7 +405,6 @@ def test_step_switch_gives_way_to_a_forward_beside_it(monkeypatch):
         want_other = m(input_ids=other_ids).logits
     ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=g))
     monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
-    monkeypatch.setattr(causal_trim, "SWITCH_MIN_BATCH", 1)  # a batch-1 step switched, as a batch of 2 would be
     causal_trim.set_table({("decode", False): [(1, 16, "sdpa")], ("decode", True): [(1, 16, "sdpa")]})
     names, other = [], []
     layers = m.model.layers
@@ -466,7 +463,6 @@ def test_step_switch_waits_while_another_forward_is_in_flight(monkeypatch):
         want_first = m(input_ids=ids[:, :5]).logits
     ps = patch(m, ["causal_trim"], probe=torch.randint(3, 256, (1, 12), generator=g))
     monkeypatch.setattr(causal_trim, "_on_cuda", lambda t: t is not None)  # as on the GPU
-    monkeypatch.setattr(causal_trim, "SWITCH_MIN_BATCH", 1)  # the batch-1 decode step would switch
     causal_trim.set_table({("decode", False): [(1, 16, "sdpa")], ("decode", True): [(1, 16, "sdpa")],
                            ("prefill", True): [(2, 16, "kernel")]})
     cache = prompt_cache()
@@ -532,8 +528,9 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch, switch):
     """Batch-1 generate on CUDA: every decode call the table sends to sdpa goes straight to
     transformers' own function (no ``_unfit`` / ``route``, once per layer per token), tokens equal
     the unpatched model's; with the decode entry on the kernel, or the "kernel" policy, or a kwarg
-    the kernel cannot take, the checks run as before. Batch 1 keeps these per-call paths whether
-    the step switch's hooks are installed or not (SWITCH_MIN_BATCH)."""
+    the kernel cannot take, the checks run as before. With the step switch's hooks installed the
+    steps sent to sdpa are switched whole (counted, none through the lean call); without them each
+    call is the lean one."""
     m = _tiny(6)
     n_layers = m.config.num_hidden_layers
     ids = torch.randint(3, 256, (1, 7), generator=torch.Generator().manual_seed(6))
@@ -564,9 +561,9 @@ def test_unpadded_decode_to_sdpa_skips_the_checks(monkeypatch, switch):
             assert len(decode_checks) == n_checked * n_layers, (decode, policy, checked)
             on_sdpa = 3 * n_layers if n_checked == 0 else 0
             assert calls["sdpa:decode"] == on_sdpa, (decode, policy, dict(calls))
-            # each one the lean call (transformers' own, without its Python), with or without the
-            # switch's hooks: batch-1 steps are not switched (SWITCH_MIN_BATCH)
-            assert len(lean) == on_sdpa
+            # switched steps never reach this patch's function; without the switch each call is
+            # the lean one (transformers' own call, without its Python)
+            assert len(lean) == (0 if switch else on_sdpa)
             assert calls["kernel"] == n_layers + 3 * n_layers - on_sdpa  # the prefill on the kernel
         # one layer's call with a sliding window: the checks run and name the reason
         causal_trim.set_dispatch(ps["causal_trim"], "table")
