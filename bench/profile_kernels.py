@@ -1,4 +1,4 @@
-"""Hardware-counter profile of our attention kernels beside their peers, with Nsight Compute.
+"""Hardware-counter profile of our kernels (attention, and the fused RMSNorm + quantization) beside their peers, with Nsight Compute.
 
     python bench/profile_kernels.py --out DIR            # runs ncu on itself, writes DIR/profile.*
     python bench/profile_kernels.py --summarize RAW.csv  # the summary table from a saved raw page
@@ -9,7 +9,9 @@ causal prefill B=4 H=32 S=4096 D=128 bf16 (ours, ours with exp2=split, SDPA cuDN
 decode B=1 Hq=32 Hk=8 k=8192 (ours, SDPA default), chunked prefill q=512 over k=8192 (ours,
 SDPA causal_lower_right), then prefill at D=64 and D=256 (ours, cuDNN) and decode at batch 8
 (ours, SDPA); the last three, and ours with lazy rescaling and the warp-specialised Hopper TMA
-kernel at D=128, were added after the 2026-12-02 run. Each is called until Triton has tuned it, then once inside
+kernel at D=128, were added after the first 2026-12-02 run. Last, the fused RMSNorm + int8
+quantization at M=8 with a residual beside the unfused pair and torch.compile's fusion (added
+after the second). Each is called until Triton has tuned it, then once inside
 ``cudaProfilerStart``/``Stop``, so ncu (``--profile-from-start off``) sees only those launches.
 
 ncu replays each kernel once per counter pass with clock control off (the device tool's METHOD.md:
@@ -64,6 +66,7 @@ def target(cases_out: Path) -> None:
 
     sys.path.insert(0, str(REPO))
     from kernels import attention
+    from kernels import norm_quant as nq
 
     dev, dt = "cuda", torch.bfloat16
     torch.manual_seed(0)
@@ -85,6 +88,12 @@ def target(cases_out: Path) -> None:
     q256, k256, v256 = (torch.randn(4, 32, 4096, 256, device=dev, dtype=dt) for _ in range(3))
     bq = torch.randn(8, 32, 1, 128, device=dev, dtype=dt)
     bk, bv = (torch.randn(8, 8, 8192, 128, device=dev, dtype=dt) for _ in range(2))
+    # the fused RMSNorm + quantization cell that missed its target (ours against the unfused pair:
+    # 1.44x at M=8, int8, with a residual, 2026-12-02) beside both peers
+    nx, nr = (torch.randn(8, 4096, device=dev, dtype=dt) for _ in range(2))
+    nw = (1 + 0.2 * torch.randn(4096, device=dev)).to(dt)
+    norm_c = torch.compile(nq.torch_rms_norm, dynamic=False)
+    fused_c = torch.compile(nq.torch_norm_quant, dynamic=False)
     cases = [
         ("prefill S=4096 D=128: causal_trim", lambda: attention.causal_attention(q, k, v)),
         ("prefill S=4096 D=128: causal_trim exp2=split",
@@ -110,6 +119,10 @@ def target(cases_out: Path) -> None:
          with_backend(SDPBackend.CUDNN_ATTENTION, lambda: f(q256, k256, v256, is_causal=True))),
         ("decode B=8 k=8192: causal_trim", lambda: attention.causal_attention(bq, bk, bv)),
         ("decode B=8 k=8192: SDPA default", lambda: f(bq, bk, bv, enable_gqa=True)),
+        ("norm_quant M=8 int8 +residual: ours", lambda: nq.rms_norm_quant(nx, nw, 1e-6, torch.int8, residual=nr)),
+        ("norm_quant M=8 int8 +residual: unfused pair (compiled norm, then act_quant)",
+         lambda: nq.unfused_pair(norm_c, nx, nw, 1e-6, torch.int8, nr)),
+        ("norm_quant M=8 int8 +residual: torch.compile fused", lambda: fused_c(nx, nw, 1e-6, torch.int8, nr)),
     ]
     kept = []
     for name, fn in cases:  # tune and warm outside the profiled range; a case that fails is left out, said so
