@@ -983,15 +983,20 @@ def _launch_decode(out, o_strides, lse, l_strides, q, q_strides, k, k_strides, v
     )
     if kind == 1:
         extra = {"launch_pdl": True} if pdl else {}
-        sms = (torch.cuda.get_device_properties(q.device).multi_processor_count
-               if q.device.type == "cuda" and os.environ.get("TRITON_INTERPRET") != "1" else None)
-        ncols, warps = _merge_layout(sms, tiles * max_rows, block_d, decode)
+        ncols, warps = _merge_layout(_sm_count(q.device), tiles * max_rows, block_d, decode)
         _merge_splits[(tiles, max_rows, block_d // ncols)](
             out, *o_strides, lse, *l_strides, part, plse, cu_q, hk, seqlen_q, splits,
             HEAD_DIM=d, BLOCK_D=block_d, GROUP=common["GROUP"], ROWS=rows,
             SPLIT_CHUNK=chunk, WRITE_LSE=return_lse, VARLEN=common["VARLEN"], WAIT_PRIMARY=pdl,
             NCOLS=ncols, num_warps=warps, **extra,
         )
+
+
+def _sm_count(device: torch.device) -> int | None:
+    """The GPU's multiprocessor count; None off CUDA and under the CPU interpreter."""
+    if device.type != "cuda" or os.environ.get("TRITON_INTERPRET") == "1":
+        return None
+    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 MERGE_SPLIT_COLS = 32  # columns per program of the separate merge when its rows are few (see _merge_layout)

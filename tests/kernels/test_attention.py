@@ -279,9 +279,25 @@ def test_merge_layout_splits_rows_only_while_few_programs():
     assert layout(132, 32, 32, {}) == (32, 4)  # a row no wider than the split: nothing to split
     assert layout(132, 32, 64, {}) == (32, 1)
     assert layout(132, 32, 128, {"merge_cols": 64}) == (64, 4)
+    assert layout(132, 32, 128, {"merge_cols": 1}) == (1, 4)  # one column a program: allowed
     assert layout(132, 512, 128, {"merge_warps": 2}) == (128, 2)
-    with pytest.raises(ValueError, match="merge_cols"):
-        layout(132, 32, 128, {"merge_cols": 48})
+    for bad in (48, 0):
+        with pytest.raises(ValueError, match="merge_cols"):
+            layout(132, 32, 128, {"merge_cols": bad})
+
+
+def test_sm_count_only_on_cuda_outside_the_interpreter(monkeypatch):
+    """The merge layout reads the multiprocessor count of a CUDA device, and none under the CPU
+    interpreter or on another device (whose programs are not spread over SMs)."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda d: SimpleNamespace(multi_processor_count=132))
+    cuda = torch.device("cuda", 0)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert attention_module._sm_count(cuda) is None
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert attention_module._sm_count(cuda) == 132
+    assert attention_module._sm_count(torch.device("cpu")) is None
 
 
 @pytest.mark.parametrize("mode", ["fused", "separate"])
