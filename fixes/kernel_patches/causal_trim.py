@@ -564,10 +564,10 @@ def _install_step_switch(model, own: Counter):
     patch's otherwise. Such a step then is the unpatched model's step, mask and every layer's call,
     with one hook call on top instead of 32+ calls through :func:`attention_forward`. It applies to
     one-token steps over a dynamic cache on CUDA, given as keywords (what ``generate`` and the
-    ``*ForCausalLM`` classes pass); any other call keeps this patch's implementation, whose own
-    per-call paths handle it. The layers' calls
-    are counted as ``sdpa:decode`` here. After the step (returned or raised) the name is this
-    patch's again. Returns the undo."""
+    ``*ForCausalLM`` classes pass), batch 1 included; any other call keeps this patch's
+    implementation, whose own per-call paths handle it. The layers' calls are counted as
+    ``sdpa:decode`` here. After the step (returned or raised) the name is this patch's again.
+    Returns the undo."""
     from transformers.cache_utils import DynamicCache
 
     base = getattr(model, "base_model", model)
