@@ -138,7 +138,7 @@ def bench_attention(dev, dtype, quick: bool) -> list[dict]:
             *([] if quick or d != 128 else [
                 ("causal_trim Hopper TMA 128x64 w8 s3", lambda: attention._attention(
                     q, k, v, prefill={"use": True, "block_m": 128, "block_n": 64, "num_warps": 8, "num_stages": 3})),
-                ("causal_trim Hopper TMA 128x128 w8 s2 warp-specialised", lambda: attention._attention(
+                ("causal_trim Hopper TMA 128x128 w8 s2 warp_specialize=True", lambda: attention._attention(
                     q, k, v, prefill={"use": True, "block_m": 128, "block_n": 128, "num_warps": 8, "num_stages": 2,
                                       "warp_specialize": True})),
             ]),
@@ -267,7 +267,7 @@ def check_attention_paths(dev, decode_only: bool = False) -> list[dict]:
             q, k, v, return_lse=True, prefill={"exp2": "split"}))
         one("prefill rescale lazy", shape, torch.bfloat16, lambda q, k, v: attention._attention(
             q, k, v, return_lse=True, prefill={"rescale": "lazy"}))
-        one("prefill tma warp-specialised 128x128", shape, torch.bfloat16, lambda q, k, v: attention._attention(
+        one("prefill tma warp_specialize=True 128x128", shape, torch.bfloat16, lambda q, k, v: attention._attention(
             q, k, v, return_lse=True, prefill={"use": True, "block_m": 128, "block_n": 128, "num_stages": 2,
                                                "warp_specialize": True}))
     # the fused merge's counters are left at 0, and the path replays correctly inside a CUDA graph

@@ -8,8 +8,8 @@ targets of issue 11 that timing alone left open. The cases are the benchmark's (
 causal prefill B=4 H=32 S=4096 D=128 bf16 (ours, ours with exp2=split, SDPA cuDNN, SDPA FA2),
 decode B=1 Hq=32 Hk=8 k=8192 (ours, SDPA default), chunked prefill q=512 over k=8192 (ours,
 SDPA causal_lower_right), then prefill at D=64 and D=256 (ours, cuDNN) and decode at batch 8
-(ours, SDPA); the last three, and ours with lazy rescaling and the warp-specialised Hopper TMA
-kernel at D=128, were added after the first 2026-12-02 run. Last, the fused RMSNorm + int8
+(ours, SDPA); the last three, and ours with lazy rescaling and the Hopper TMA kernel with
+``warp_specialize=True`` at D=128, were added after the first 2026-12-02 run. Last, the fused RMSNorm + int8
 quantization at M=8 with a residual beside the unfused pair and torch.compile's fusion (added
 after the second). Each is called until Triton has tuned it, then once inside
 ``cudaProfilerStart``/``Stop``, so ncu (``--profile-from-start off``) sees only those launches.
@@ -100,7 +100,7 @@ def target(cases_out: Path) -> None:
          lambda: attention._attention(q, k, v, prefill={"exp2": "split"})),
         ("prefill S=4096 D=128: causal_trim rescale=lazy",
          lambda: attention._attention(q, k, v, prefill={"rescale": "lazy"})),
-        ("prefill S=4096 D=128: causal_trim Hopper TMA 128x128 w8 s2 warp-specialised",
+        ("prefill S=4096 D=128: causal_trim Hopper TMA 128x128 w8 s2 warp_specialize=True",
          lambda: attention._attention(q, k, v, prefill={"use": True, "block_m": 128, "block_n": 128, "num_warps": 8,
                                                          "num_stages": 2, "warp_specialize": True})),
         ("prefill S=4096 D=128: SDPA cuDNN",

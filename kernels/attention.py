@@ -744,13 +744,16 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
     ``block_n``, ``num_warps``, ``num_stages``, ``merge_cols`` / ``merge_warps`` (the separate
     merge's columns per program and warps; default a whole row on 4 warps). ``prefill``: ``use`` (True takes the Hopper
     descriptor kernel, which is never the default), ``block_m``, ``block_n``, ``num_warps``,
-    ``num_stages``, ``warp_specialize``; ``order`` ("lpt": the autotuned kernel's programs
+    ``num_stages``, ``warp_specialize`` (sets ``tl.range(..., warp_specialize=)`` on the
+    unmasked loop; on sm_90 Triton 3.6 and 3.9 compile it at 8 warps with no warp-specialised
+    region in the TTGIR, i.e. it changes nothing, and at 4 warps Triton's Hopper pass fails, as in
+    https://github.com/triton-lang/triton/issues/9728); ``order`` ("lpt": the autotuned kernel's programs
     ordered heaviest row block of every head first; slower on the H200 in every case timed on
     2026-12-02, so not the default); ``exp2`` ("split": every other column of the unmasked
     softmax tiles exponentiated on the FMA pipe, see ``_exp2_tile``; fp16/bf16 only; 0.87-0.97×
     the default on the H200, 2026-12-02: it reached the 255-register cap); ``rescale`` ("lazy": a row's running max kept until a tile's exceeds it by
-    more than 8, the accumulator rescaled only when some row of the block moved; not yet timed
-    on a GPU)."""
+    more than 8, the accumulator rescaled only when some row of the block moved; 0.94-1.00× the
+    default on the H200, 2026-12-02, bench/results/kernels-h200-2026-12-02-run3.md)."""
     varlen = cu_seqlens_q is not None
     if varlen != (cu_seqlens_k is not None):
         raise ValueError("pass both cu_seqlens_q and cu_seqlens_k, or neither")
