@@ -161,21 +161,8 @@ def bench_attention(dev, dtype, quick: bool) -> list[dict]:
         rows.append(_time(case, name, fn, flops=flops))
     del q, k, v
     # decode: one query over 8k / 32k keys, GQA 32/8
-    for sk in (8192, 32768):
-        for b in (1, 8, 64):
-            if quick and b != 8:
-                continue
-            hq, hk, d = 32, 8, 128
-            q = torch.randn(b, hq, 1, d, device=dev, dtype=dtype)
-            k, v = (torch.randn(b, hk, sk, d, device=dev, dtype=dtype) for _ in range(2))
-            nbytes = 2 * k.numel() * k.element_size() + 2 * q.numel() * q.element_size()
-            case = f"decode B={b} Hq={hq} Hk={hk} D={d} k={sk} (CUDA graph)"
-            for name, fn in (
-                ("causal_trim (ours)", lambda: attention.causal_attention(q, k, v)),
-                ("SDPA default (gqa)", sdpa(q, k, v, gqa=True)),
-            ):
-                rows.append(_time(case, name, fn, nbytes=nbytes, graph=True))
-            del q, k, v
+    cases = [c for c in DECODE_CASES if not quick or c[0] == 8]
+    rows += decode_timings(dev, lambda b, auto: [], cases=cases)[0]
     return rows
 
 
@@ -330,12 +317,12 @@ def profile_kernels(fns: list[tuple[str, object]]) -> list[dict]:
 DECODE_SHAPE = (32, 8, 128)  # Hq, Hk, D of the decode cases
 
 
-def decode_timings(dev, variant_opts, rep: int = 200) -> tuple[list[dict], list[dict]]:
-    """Each decode case under CUDA graphs: ours and SDPA (rows), then ours with each of
-    ``variant_opts(batch, auto split count)``'s ``decode`` options (variants)."""
+def decode_timings(dev, variant_opts, rep: int = 200, cases=DECODE_CASES) -> tuple[list[dict], list[dict]]:
+    """Each decode case (batch, keys) under CUDA graphs: ours and SDPA (rows), then ours with each
+    of ``variant_opts(batch, auto split count)``'s ``decode`` options (variants)."""
     hq, hk, d = DECODE_SHAPE
     rows, variants = [], []
-    for b, sk in DECODE_CASES:
+    for b, sk in cases:
         q = torch.randn(b, hq, 1, d, device=dev, dtype=torch.bfloat16)
         k, v = (torch.randn(b, hk, sk, d, device=dev, dtype=torch.bfloat16) for _ in range(2))
         nbytes = 2 * k.numel() * k.element_size() + 2 * q.numel() * q.element_size()

@@ -106,7 +106,8 @@ def _configs():
 # Tried only for head blocks of 256 (pruned below that, so other keys compile nothing more): the
 # configs the H200 had for D=256 spill registers in sm_90 AOT (Triton 3.9; 64×64 / 4 warps, the one
 # it chose on 2026-12-02 at 0.68× cuDNN: 38 LDL/STL), these 8-warp 128-row tiles spill none (128×32)
-# or 6 (128×64). Not yet timed on a GPU.
+# or 6 (128×64). With them the autotuner chose 128×64 and D=256 rose to 0.78× cuDNN on the H200
+# (bench/results/kernels-h200-2026-12-02-run3.md).
 WIDE_HEAD_CONFIGS = ((128, 32, 8, 3), (128, 64, 8, 2))
 
 
@@ -742,7 +743,7 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
     """:func:`causal_attention`, with the benchmark's overrides. ``decode``: ``mode`` ("pdl",
     "separate", "fused", or "legacy" for the autotuned kernel), ``splits``, ``programs_per_sm``,
     ``block_n``, ``num_warps``, ``num_stages``, ``merge_cols`` / ``merge_warps`` (the separate
-    merge's columns per program and warps; default a whole row on 4 warps). ``prefill``: ``use`` (True takes the Hopper
+    merge's columns per program and warps; default: see ``_merge_layout``). ``prefill``: ``use`` (True takes the Hopper
     descriptor kernel, which is never the default), ``block_m``, ``block_n``, ``num_warps``,
     ``num_stages``, ``warp_specialize`` (sets ``tl.range(..., warp_specialize=)`` on the
     unmasked loop; on sm_90 Triton 3.6 and 3.9 compile it at 8 warps with no warp-specialised

@@ -118,7 +118,6 @@ DISPATCH_FILE = Path(__file__).with_name("causal_trim_dispatch.json")
 _POLICY_ATTR = "_sits_causal_trim_dispatch"  # on each attention module while patched
 _STATS_ATTR = "_sits_causal_trim_stats"  # on each attention module: the patch's own Counter
 
-
 _registered = {"refs": 0, "prev_attn": None, "prev_mask": None}
 _CONFIG_POLICY: dict[int, str] = {}  # id(patched model's private config) -> its dispatch policy
 
@@ -571,20 +570,19 @@ def _install_step_switch(model, own: Counter):
     from transformers.cache_utils import DynamicCache
 
     base = getattr(model, "base_model", model)
-    configs = {id(c): c for c in [model.config] + [getattr(m, "config", None) for m in _attention_modules(model)]
-               if c is not None and getattr(c, "_attn_implementation_internal", None) == IMPL}
-    targets = list(configs.values())
-    # Written into the configs' instance dicts, where the name lives (transformers 5.17-5.24): the
-    # config's __setattr__ runs its attribute map and strict-dataclass validators, dozens of Python
-    # calls twice a step (counted with cProfile on a tiny Llama: the switch added 68 calls a step
-    # that way, against 1670 for the whole unpatched step)
-    stores = [c.__dict__ for c in targets]
+    modules = _attention_modules(model)
+    # The name is written into the configs' instance dicts, where it lives (transformers
+    # 5.17-5.24): the config's __setattr__ runs its attribute map and strict-dataclass validators,
+    # dozens of Python calls twice a step (counted with cProfile on a tiny Llama: the switch added
+    # 68 calls a step that way, against 1670 for the whole unpatched step)
+    stores = list({id(c): c.__dict__ for c in [model.config] + [getattr(m, "config", None) for m in modules]
+                   if c is not None and getattr(c, "_attn_implementation_internal", None) == IMPL}.values())
 
     def name_all(impl: str) -> None:
         for d in stores:
             d["_attn_implementation_internal"] = impl
 
-    n_layers = len(_attention_modules(model))
+    n_layers = len(modules)
     config = model.config
 
     def mode(kwargs) -> str:
