@@ -20,7 +20,10 @@ fixed seed. One run does, in order:
    unpatched model when applied): prefill of 4k and 16k tokens (``model(ids, logits_to_keep=1)``
    with a fresh DynamicCache, as generate's prefill), a left-padded batch of 8 prompts of mixed
    lengths, ``generate()`` at batch 1 and of a left-padded batch of 8 (greedy, no early stop).
-   Prefill: median of 5 (16k: 3) after warm-up runs, against the unpatched rows' pooled median.
+   Prefill: with the twin (below), whole prefill calls of the row and of the twin in turn, ABBA,
+   5 pairs (16k: 3) after warm-up pairs; the figure is the median of the per-pair ratios twin /
+   row. Without the twin (``--no-twin``, or no generate column): median of 5 (16k: 3) against the
+   unpatched rows' pooled median.
    generate: host-bound here, and the host's speed drifts within a second, so each row is timed
    against an unpatched copy of the same weights (the "twin"): by default the two generate()
    calls take turns token by token (``--ab step``; as greenlets in one thread when greenlet is
@@ -565,14 +568,16 @@ def _steal() -> int:
 def run_row(model, data, quick=False, prefill_only=False, twin=None, columns=COLUMNS) -> dict:
     from transformers import DynamicCache
 
-    def prefill(ids, mask=None):
-        return lambda: model(input_ids=ids, attention_mask=mask, past_key_values=DynamicCache(config=model.config),
-                             use_cache=True, logits_to_keep=1)
+    def prefill(ids, mask=None, m=model):
+        if m is None:
+            return None
+        return lambda: m(input_ids=ids, attention_mask=mask, past_key_values=DynamicCache(config=m.config),
+                         use_cache=True, logits_to_keep=1)
 
     cases = {
-        "prefill_4k": lambda: (prefill(data["p4k"]), 5, 2, None, None),
-        "prefill_16k": lambda: (prefill(data["p16k"]), 3, 1, None, None),
-        "prefill_pad8": lambda: (prefill(*data["pad8"]), 5, 2, None, None),
+        "prefill_4k": lambda: (prefill(data["p4k"]), 5, 2, None, prefill(data["p4k"], m=twin)),
+        "prefill_16k": lambda: (prefill(data["p16k"]), 3, 1, None, prefill(data["p16k"], m=twin)),
+        "prefill_pad8": lambda: (prefill(*data["pad8"]), 5, 2, None, prefill(*data["pad8"], m=twin)),
         "generate_b1": lambda: (_gen_fn(model, data["gen1"]), GEN_REPS[0], GEN_REPS[1], GEN_NEW,
                                 twin and _gen_fn(twin, data["gen1"])),
         "generate_pad8": lambda: (_gen_fn(model, *data["gen8"]), GEN_REPS[0], GEN_REPS[1], 8 * GEN_NEW,
@@ -588,7 +593,9 @@ def run_row(model, data, quick=False, prefill_only=False, twin=None, columns=COL
             continue
         try:
             if twin_fn is not None:
-                res[col] = (timed_lockstep if AB_METHOD[0] == "step" else timed_ab)(fn, twin_fn, reps, warm)
+                # prefill is one call: whole calls in turn (ABBA); generate per --ab
+                step = tokens and AB_METHOD[0] == "step"
+                res[col] = (timed_lockstep if step else timed_ab)(fn, twin_fn, reps, warm)
             else:
                 med, ts = timed(fn, reps, warm)
                 res[col] = {"s": med, "all_s": ts}
@@ -604,7 +611,9 @@ def run_row(model, data, quick=False, prefill_only=False, twin=None, columns=COL
 def _ab_note(r: dict) -> str:
     """The A/B part of a column's log line: whole calls in turn, lockstep, or none."""
     if "cpu_ab_ratio" in r:
-        return f" (A/B ratio {r['ab_ratio']:.3f}, CPU time {r['cpu_ab_ratio']:.3f}, steal {r['steal_ticks']})"
+        pairs = " ".join(f"{x:.3f}" for x in r["pair_ratios"])
+        return (f" (A/B ratio {r['ab_ratio']:.3f}, pairs {pairs}, CPU time {r['cpu_ab_ratio']:.3f}, "
+                f"steal {r['steal_ticks']})")
     if r.get("method") != "lockstep":
         return ""
     lo, hi = r["ab_ci95"]

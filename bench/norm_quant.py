@@ -180,7 +180,7 @@ def measure(dev, shapes, *, max_autotune: bool = False, with_variants: bool = Fa
                     row["copy_ms"], row["copy_graph_ms"] = t_copy[False], t_copy[True]
                     rows.append(row)
                     print(json.dumps(row), flush=True)
-            if with_variants and M in (8192, 64, 1):
+            if with_variants and M in (8192, 64, 8, 1):
                 combos = ([(1, 4, None), (1, 8, None), (2, 4, None), (2, 8, None), (4, 8, None),
                            (1, 4, 4), (1, 4, 8), (1, 4, 16), (1, 8, 4), (2, 8, 4)]
                           if M == 8192 else [(1, 2, None), (1, 4, None), (1, 8, None),

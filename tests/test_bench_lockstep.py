@@ -136,3 +136,36 @@ def test_timed_lockstep_on_tiny_llama(monkeypatch, switch):
     assert min(r["pair_ratios"]) <= r["ab_ci95_calls"][0] <= r["ab_ci95_calls"][1] <= max(r["pair_ratios"])
     assert 0 < r["decode_ratio"] and 0 < r["step_ratio_median"]
     assert 0 < r["turn_cpu_over_wall"] <= 1.05
+
+
+def test_prefill_columns_are_timed_against_the_twin_in_turn(monkeypatch):
+    """With a twin, each prefill column is whole calls of the row and of the twin in turn (ABBA),
+    the figure the median of the per-pair ratios; the twin's own calls are what is counted."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    monkeypatch.setattr(bench, "sync", lambda: None)  # CPU
+    cfg = json.loads((REPO / "fixtures" / "hf" / "tiny-random-llama" / "config.json").read_text())
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(LlamaConfig(**cfg)).eval()
+    twin = copy.deepcopy(model)
+    order = []
+    model.register_forward_pre_hook(lambda m, a: order.append("row"))
+    twin.register_forward_pre_hook(lambda m, a: order.append("twin"))
+    ids = torch.randint(3, 100, (1, 12))
+    mask = torch.ones(2, 12, dtype=torch.long)
+    mask[1, :4] = 0
+    data = {"p4k": ids, "p16k": ids, "pad8": (torch.randint(3, 100, (2, 12)) * mask, mask)}
+    cols = ("prefill_4k", "prefill_16k", "prefill_pad8")
+    with torch.no_grad():
+        res = bench.run_row(model, data, twin=twin, columns=cols)
+    for col, pairs in zip(cols, (5, 3, 5)):
+        r = res[col]
+        assert len(r["all_s"]) == len(r["twin_s"]) == len(r["pair_ratios"]) == pairs
+        assert r["pair_ratios"] == [a / b for a, b in zip(r["twin_s"], r["all_s"])]
+        assert r["ab_ratio"] == sorted(r["pair_ratios"])[pairs // 2]
+    # warm-up pairs (2, 1, 2), then ABBA: twin first in even pairs, the row first in odd ones
+    timed = order[4:4 + 10]
+    assert timed == ["twin", "row", "row", "twin", "twin", "row", "row", "twin", "twin", "row"]
+    assert order.count("twin") == order.count("row") == 2 + 5 + 1 + 3 + 2 + 5
+    without = bench.run_row(model, data, twin=None, columns=("prefill_4k",))
+    assert "pair_ratios" not in without["prefill_4k"] and len(without["prefill_4k"]["all_s"]) == 5
