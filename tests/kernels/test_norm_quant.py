@@ -323,3 +323,104 @@ def test_y_out_with_residual_and_validation():
         rms_norm_quant(x, w, 1e-6, torch.int8, y_out=torch.empty(4, 40))  # fp32, not x's dtype
     with pytest.raises(ValueError, match="y_out"):
         rms_norm_quant(x, w, 1e-6, torch.int8, y_out=torch.empty(40, 4, dtype=torch.bfloat16).t())
+
+
+# ---------------------------------------------------------------------------------------------
+# The cached-launch fast path (taken on CUDA only; here with a stand-in device and kernel)
+# ---------------------------------------------------------------------------------------------
+
+
+class _Compiled:
+    """A CompiledKernel stand-in: ``kernel[grid](*args)`` records the call, or refuses an
+    argument count it does not take, as a launcher of another Triton version would."""
+
+    def __init__(self, log, takes=None):
+        self.function, self.log, self.takes = object(), log, takes
+
+    def __getitem__(self, grid):
+        def launch(*args):
+            if self.takes is not None and len(args) != self.takes:
+                raise TypeError(f"expected {self.takes} arguments, got {len(args)}")
+            self.log.append(("fast", grid, args))
+        return launch
+
+
+class _Jit:
+    """``_norm_quant_kernel`` stand-in: ``[grid](*args, **kw)`` logs the JIT launch and returns a
+    compiled kernel."""
+
+    def __init__(self, log, takes=None):
+        self.log, self.takes = log, takes
+
+    def __getitem__(self, grid):
+        def launch(*args, **kw):
+            self.log.append(("jit", grid, args, kw))
+            return _Compiled(self.log, self.takes)
+        return launch
+
+
+@pytest.fixture
+def fast_launch(monkeypatch):
+    import types
+
+    from sits_doctor.kernels import norm_quant as nq
+
+    log = []
+    monkeypatch.setattr(nq, "_COMPILED", {})
+    monkeypatch.setattr(nq, "_FAST", {"on": True, "constexprs_in_args": True})
+    monkeypatch.setattr(nq, "_norm_quant_kernel", _Jit(log))
+    return nq, log, types.SimpleNamespace(type="cuda", index=0)
+
+
+def test_fast_path_is_on_by_default():
+    from sits_doctor.kernels import norm_quant as nq
+
+    assert nq._FAST["on"] is True
+
+
+def test_fast_path_replays_the_compiled_kernel_with_constexprs_after_the_first_launch(fast_launch):
+    nq, log, dev = fast_launch
+    x = torch.zeros(4, 16)
+    consts = (127.0, False, False, True, False, 1, 16, True, False)
+    args = (x, 16, 1e-6)
+    for _ in range(3):
+        nq._launch(4, args, consts, 4, dev)
+    assert [e[0] for e in log] == ["jit", "fast", "fast"]
+    assert log[0][3] == {**dict(zip(nq._CONST_NAMES, consts)), "num_warps": 4, "enable_fp_fusion": False}
+    assert log[1][1] == (4, 1, 1) and log[1][2] == args + consts
+    # another specialization (an int that is now 1, another warp count, another device) compiles again
+    nq._launch(4, (x, 1, 1e-6), consts, 4, dev)
+    nq._launch(4, args, consts, 8, dev)
+    nq._launch(4, args, consts, 4, type(dev)(type="cuda", index=1))
+    assert [e[0] for e in log[3:]] == ["jit", "jit", "jit"]
+
+
+def test_fast_path_drops_the_constexprs_when_the_launcher_refuses_them(fast_launch, monkeypatch):
+    nq, log, dev = fast_launch
+    monkeypatch.setattr(nq, "_norm_quant_kernel", _Jit(log, takes=3))
+    args, consts = (torch.zeros(2, 8), 8, 1e-6), (127.0, False)
+    for _ in range(3):
+        nq._launch(2, args, consts, 4, dev)
+    assert [e[0] for e in log] == ["jit", "fast", "fast"]
+    assert nq._FAST == {"on": True, "constexprs_in_args": False}
+    assert log[1][2] == args
+
+
+def test_fast_path_switches_itself_off_when_no_argument_list_is_taken(fast_launch, monkeypatch):
+    nq, log, dev = fast_launch
+    monkeypatch.setattr(nq, "_norm_quant_kernel", _Jit(log, takes=99))
+    args, consts = (torch.zeros(2, 8), 8, 1e-6), (127.0, False)
+    for _ in range(3):
+        nq._launch(2, args, consts, 4, dev)
+    assert [e[0] for e in log] == ["jit", "jit", "jit"]
+    assert nq._FAST["on"] is False
+
+
+def test_fast_path_is_never_taken_off_cuda(fast_launch):
+    nq, log, _ = fast_launch
+    import types
+
+    cpu = types.SimpleNamespace(type="cpu", index=None)
+    for _ in range(2):
+        nq._launch(2, (torch.zeros(2, 8), 8, 1e-6), (127.0,), 4, cpu)
+    assert [e[0] for e in log] == ["jit", "jit"] and nq._COMPILED == {}
