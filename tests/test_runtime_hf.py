@@ -181,3 +181,23 @@ def test_cli_text_and_json(tmp_path, capsys):
     run(["check", path, "--runtime", "--isolated", "--format", "json"])
     (row,) = json.loads(capsys.readouterr().out)["runtime"]
     assert row["attention"] == "sdpa" and row["supports_sdpa"] is True
+
+
+def test_tables_name_the_class_and_say_what_they_cannot_tell(tmp_path, capsys):
+    """A target older than the generated tables: the class config.json names, the RoPE placement
+    from the moved-to-model table where it has the family, and 'not in the tables' for the rest."""
+    from sits_doctor.cli import run
+    from sits_doctor.versions import V
+
+    older = "5.0.0"
+    assert V(older) < V(tf.runtime_table()["transformers"])
+    for family, rope_line in (("llama", "  rotary embeddings: once per forward, passed to every layer"),
+                              ("deepseek_v3", "  rotary embeddings: not in the version tables for this target")):
+        path = _write(tmp_path, family)
+        run(["check", path, "--runtime", "--isolated", "--target", f"transformers=={older}"])
+        out = capsys.readouterr().out
+        assert f"runtime: {CONFIGS[family]['architectures'][0]} (tables for transformers {older})" in out
+        assert "  attention: not in the version tables for this target (to know, install that transformers" in out
+        assert rope_line in out
+    assert tf.runtime_from_tables(_model({"model_type": "llama"}), older).model_class is None
+    assert tf.runtime_from_tables(_model({**CONFIGS["qwen2"], "architectures": [7]}), older).model_class is None

@@ -620,6 +620,12 @@ def runtime_table() -> dict:
     return json.loads((Path(__file__).parent / "data" / RUNTIME_DATA).read_text(encoding="utf-8"))
 
 
+def _architecture(data: dict) -> str | None:
+    """The class config.json names (``architectures[0]``), what ``from_pretrained`` would build."""
+    arch = data.get("architectures")
+    return arch[0] if isinstance(arch, list) and arch and isinstance(arch[0], str) else None
+
+
 def runtime_from_tables(model, version: str):
     """:class:`~sits_doctor.facts.Runtime` of a model config at transformers ``version``, from the
     generated table (exact at its release, assumed for a newer target) and :data:`ROPE_MOVED_TO_MODEL`."""
@@ -656,5 +662,5 @@ def runtime_from_tables(model, version: str):
     return Runtime(
         attention=attention, supports_sdpa=supports, rope=rope, rotary_modules=modules,
         cache=Value.default(cache or DEFAULT_CACHE, "generation_config.json" if cache else "generate() default"),
-        quantizer=None, model_class=None, how=f"tables for transformers {version}", custom_code=custom,
+        quantizer=None, model_class=_architecture(data), how=f"tables for transformers {version}", custom_code=custom,
     )

@@ -51,6 +51,9 @@ _ROPE = {"model": "once per forward, passed to every layer", "attention": "again
          "none": "no rotary module"}
 
 
+_UNTABLED = "not in the version tables for this target (to know, install that transformers and pass --runtime)"
+
+
 def runtime_lines(rows: list[dict]) -> list[str]:
     """``check --runtime``: what transformers runs for each model config."""
     lines = []
@@ -61,9 +64,13 @@ def runtime_lines(rows: list[dict]) -> list[str]:
         if r["attention"] is not None:
             sdpa = "" if r["supports_sdpa"] is None else f"; the class {'has an' if r['supports_sdpa'] else 'has no'} SDPA path"
             lines.append(f"  attention: {r['attention']}{sdpa}")
+        elif r["how"].startswith("tables"):
+            lines.append(f"  attention: {_UNTABLED}")
         if r["rope"] is not None:
             where = f" ({', '.join(r['rotary_modules'])})" if r["rotary_modules"] else ""
             lines.append(f"  rotary embeddings: {_ROPE.get(r['rope'], r['rope'])}{where}")
+        elif r["how"].startswith("tables"):
+            lines.append(f"  rotary embeddings: {_UNTABLED}")
         if r["cache"] is not None:
             lines.append(f"  generate() cache: {r['cache']}")
         if r["quantizer"] is not None:
