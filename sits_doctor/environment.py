@@ -191,10 +191,12 @@ def render(data: dict[str, Any]) -> str:
     if not s["asked"]:
         lines.append(f"  not asked: {s['why']}")
         return "\n".join(lines)
-    lines.append(f"  {'dtype':<9} {'head_dim':>8}  " + "  ".join(f"{m:<17}" for m in MASKS))
+    # each column as wide as its longest cell ("efficient_attention" is longer than any mask name)
+    width = {m: max([len(m)] + [len(str(r["backend"])) for r in s["situations"] if r["mask"] == m]) for m in MASKS}
+    lines.append(f"  {'dtype':<9} {'head_dim':>8}  " + "  ".join(f"{m:<{width[m]}}" for m in MASKS).rstrip())
     for dtype in DTYPES:
         for head_dim in HEAD_DIMS:
             row = {r["mask"]: r["backend"] for r in s["situations"] if r["dtype"] == dtype and r["head_dim"] == head_dim}
-            lines.append(f"  {dtype:<9} {head_dim:>8}  " + "  ".join(f"{row[m]:<17}" for m in MASKS))
+            lines.append(f"  {dtype:<9} {head_dim:>8}  " + "  ".join(f"{row[m]!s:<{width[m]}}" for m in MASKS).rstrip())
     lines += ["  masks: " + "; ".join(f"{m} = {d}" for m, d in MASKS.items())]
     return "\n".join(lines)

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 from importlib import metadata
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -121,3 +122,18 @@ def test_text_report_lists_every_situation(capsys):
     assert "SDPA backend torch picks on" in out and "torch build" in out
     for dtype in environment.DTYPES:
         assert sum(line.split()[:1] == [dtype] for line in out.splitlines()) == len(environment.HEAD_DIMS)
+
+
+def test_sdpa_table_columns_line_up_with_long_backend_names():
+    """The H200's own answers (recorded by `sits-doctor inspect --format json` there): fp32 picks
+    efficient_attention, longer than the mask names; every cell still starts under its header."""
+    data = json.loads((Path(__file__).resolve().parents[1] / "bench" / "results" / "inspect-h200-2026-12-01.json").read_text())
+    lines = environment.render(data).splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("  dtype"))
+    starts = [lines[head].index(m) for m in environment.MASKS]
+    rows = lines[head + 1:head + 1 + len(environment.DTYPES) * len(environment.HEAD_DIMS)]
+    assert any("efficient_attention" in r for r in rows)
+    for r in rows:
+        cells = [r[s:].split()[0] for s in starts]
+        assert all(c.endswith("_attention") or c in ("math", "overrideable", "error") for c in cells), r
+        assert all(s == 0 or r[s - 1] == " " for s in starts), r
