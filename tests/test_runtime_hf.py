@@ -201,3 +201,23 @@ def test_tables_name_the_class_and_say_what_they_cannot_tell(tmp_path, capsys):
         assert rope_line in out
     assert tf.runtime_from_tables(_model({"model_type": "llama"}), older).model_class is None
     assert tf.runtime_from_tables(_model({**CONFIGS["qwen2"], "architectures": [7]}), older).model_class is None
+
+
+def test_runtime_lines_print_what_is_known_and_only_that():
+    from sits_doctor.reporters.text import runtime_lines
+
+    base = {"file": "m/config.json", "model_class": "LlamaForCausalLM", "how": "built with transformers 5.24.0",
+            "custom_code": False, "attention": "sdpa", "supports_sdpa": None, "rope": "model",
+            "rotary_modules": [], "cache": None, "quantizer": None}
+    assert runtime_lines([base]) == ["m/config.json: runtime: LlamaForCausalLM (built with transformers 5.24.0)",
+                                     "  attention: sdpa",
+                                     "  rotary embeddings: once per forward, passed to every layer"]
+    full = {**base, "supports_sdpa": False, "rotary_modules": ["model.rotary_emb"], "cache": "StaticCache",
+            "quantizer": "fp8"}
+    assert runtime_lines([full])[1:] == ["  attention: sdpa; the class has no SDPA path",
+                                         "  rotary embeddings: once per forward, passed to every layer (model.rotary_emb)",
+                                         "  generate() cache: StaticCache", "  quantization: fp8"]
+    # built, but attention and rope unknown: nothing is said of them (only the tables say 'not in the tables')
+    assert runtime_lines([{**base, "attention": None, "rope": None}]) == runtime_lines([base])[:1]
+    custom = {**full, "custom_code": True, "model_class": None}
+    assert runtime_lines([custom]) == ["m/config.json: runtime: model (built with transformers 5.24.0)"]
