@@ -221,3 +221,23 @@ def test_runtime_lines_print_what_is_known_and_only_that():
     assert runtime_lines([{**base, "attention": None, "rope": None}]) == runtime_lines([base])[:1]
     custom = {**full, "custom_code": True, "model_class": None}
     assert runtime_lines([custom]) == ["m/config.json: runtime: model (built with transformers 5.24.0)"]
+
+
+def test_tables_read_the_text_config_the_generation_config_and_no_config():
+    from types import SimpleNamespace
+
+    installed = tf.runtime_table()["transformers"]
+    # a multimodal config: the text model's type is under text_config; the outer one is not a decoder
+    vlm = ModelFacts("config.json", {"model_type": "some_vlm", "architectures": ["VlmForConditionalGeneration", "X"],
+                                     "text_config": CONFIGS["llama"]}, text_pointer="/text_config")
+    rt = tf.runtime_from_tables(vlm, installed)
+    assert rt.attention.value == "sdpa" and rt.rope.value == "model"
+    assert rt.model_class == "VlmForConditionalGeneration"  # the first architecture, not the last
+    assert rt.cache.value == tf.DEFAULT_CACHE and rt.cache.prov.note == "generate() default"
+    static = ModelFacts("config.json", CONFIGS["llama"],
+                        generation=SimpleNamespace(data={"cache_implementation": "static"}))
+    rt = tf.runtime_from_tables(static, installed)
+    assert rt.cache.value == "static" and rt.cache.prov.note == "generation_config.json"
+    nothing = tf.runtime_from_tables(None, installed)
+    assert (nothing.attention, nothing.rope, nothing.model_class) == (None, None, None)
+    assert nothing.cache.value == tf.DEFAULT_CACHE and nothing.how == f"tables for transformers {installed}"
