@@ -137,3 +137,25 @@ def test_sdpa_table_columns_line_up_with_long_backend_names():
         cells = [r[s:].split()[0] for s in starts]
         assert all(c.endswith("_attention") or c in ("math", "overrideable", "error") for c in cells), r
         assert all(s == 0 or r[s - 1] == " " for s in starts), r
+
+
+def test_render_states_each_recorded_fact():
+    """Every package, the torch build, each GPU and every SDPA cell of a report appear in its
+    text, in the right row; a distribution under another name is named; 'not asked' says why."""
+    data = json.loads((Path(__file__).resolve().parents[1] / "bench" / "results" / "inspect-h200-2026-12-01.json").read_text())
+    data["packages"][-1] = {"name": "kernels", "installed": True, "version": "0.4.0", "distribution": "hf-kernels"}
+    data["packages"][3] = {"name": "vllm", "installed": False, "version": None, "distribution": None}
+    text = environment.render(data)
+    lines = text.splitlines()
+    assert "  kernels            0.4.0  [hf-kernels]" in lines
+    assert "  vllm               not installed" in lines and "  torch              2.11.0" in lines
+    assert "torch build   2.11.0+cu130, CUDA 13.0, cuDNN 91900" in lines
+    rocm = environment.render({**data, "torch": {**data["torch"], "cuda": None, "cudnn": None, "rocm": "6.2"}})
+    assert "torch build   2.11.0+cu130, ROCm 6.2" in rocm.splitlines()
+    cpu = environment.render({**data, "torch": {**data["torch"], "cuda": None, "cudnn": None}})
+    assert "torch build   2.11.0+cu130, CPU only" in cpu.splitlines()
+    for s in data["sdpa"]["situations"]:
+        row = next(line for line in lines if line.split()[:2] == [s["dtype"], str(s["head_dim"])])
+        assert row.split()[2 + list(environment.MASKS).index(s["mask"])] == s["backend"], (s, row)
+    skipped = {**data, "sdpa": {**data["sdpa"], "asked": False, "why": "no CUDA device"}}
+    assert environment.render(skipped).endswith("  not asked: no CUDA device")
