@@ -157,5 +157,15 @@ def test_render_states_each_recorded_fact():
     for s in data["sdpa"]["situations"]:
         row = next(line for line in lines if line.split()[:2] == [s["dtype"], str(s["head_dim"])])
         assert row.split()[2 + list(environment.MASKS).index(s["mask"])] == s["backend"], (s, row)
+    # a distinct backend name in every cell, of a different length per column
+    cells = [{**s, "backend": f"b{i}" + "_" * (18 + 3 * list(environment.MASKS).index(s["mask"])) + "x"}
+             for i, s in enumerate(data["sdpa"]["situations"])]
+    lines = environment.render({**data, "sdpa": {**data["sdpa"], "situations": cells}}).splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("  dtype"))
+    starts = [lines[head].index(m) for m in environment.MASKS]
+    for s in cells:
+        row = next(line for line in lines if line.split()[:2] == [s["dtype"], str(s["head_dim"])])
+        col = list(environment.MASKS).index(s["mask"])
+        assert row[starts[col]:].split()[0] == s["backend"], (s, row)
     skipped = {**data, "sdpa": {**data["sdpa"], "asked": False, "why": "no CUDA device"}}
     assert environment.render(skipped).endswith("  not asked: no CUDA device")
