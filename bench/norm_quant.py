@@ -284,11 +284,19 @@ def _env():
     }
 
 
+def report_stem(env: dict) -> str:
+    """``norm-quant-<gpu>-<date>``: the GPU's name without the vendor, and the run's UTC date
+    (this was once a fixed name, so every run wrote 2026-12-01)."""
+    gpu = env["gpu"].lower().removeprefix("nvidia").strip().replace(" ", "-") or "gpu"
+    return f"norm-quant-{gpu}-{env['date'][:10]}"
+
+
 def write_report(out_dir, rows, variants, checks, all_ok, copy_tbs, host=None):
     env = _env()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "norm-quant-h200-2026-12-01.json").write_text(json.dumps(
+    stem = report_stem(env)
+    (out / f"{stem}.json").write_text(json.dumps(
         {"env": env, "copy_TBps": copy_tbs, "checks": checks, "rows": rows,
          "variants": variants, "host_breakdown": host}, indent=1, default=str))
     lines = [
@@ -345,7 +353,7 @@ def write_report(out_dir, rows, variants, checks, all_ok, copy_tbs, host=None):
                          f"{v['persistent']} | {v['ms']:.4f} | {v['graph_ms']:.4f} | "
                          f"{v['graph_TBps']:.2f} |")
     text = "\n".join(lines) + "\n"
-    (out / "norm-quant-h200-2026-12-01.md").write_text(text)
+    (out / f"{stem}.md").write_text(text)
     print(text)
 
 

@@ -65,3 +65,11 @@ def test_norm_quant_rows_rendered_with_their_targets():
     assert f"- {case} vs unfused: compiled norm + act_quant: 2.00× / 1.45× (≥1.5×): NOT met" in text
     assert f"- {case} vs torch.compile fused: 1.20× / 0.90× (≥1.0×): NOT met" in text
     assert "Fused RMSNorm + quantization: not measured in this run." in bench.render(_report([]))
+
+
+def test_norm_quant_report_is_named_after_the_gpu_and_the_run_date(tmp_path):
+    nq = load_script("bench/norm_quant.py", "bench_norm_quant")
+    assert nq.report_stem({"gpu": "NVIDIA H200", "date": "2026-12-02 13:41 UTC"}) == "norm-quant-h200-2026-12-02"
+    assert nq.report_stem({"gpu": "NVIDIA GeForce RTX 4090", "date": "2027-01-05 00:00 UTC"}) == \
+        "norm-quant-geforce-rtx-4090-2027-01-05"
+    assert nq.report_stem({"gpu": "NVIDIA", "date": "2027-01-05 00:00 UTC"}) == "norm-quant-gpu-2027-01-05"
