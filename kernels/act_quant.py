@@ -63,6 +63,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .host_math import cdiv, pow2_at_least
+
 QMAX = {torch.int8: 127.0, torch.float8_e4m3fn: 448.0}
 SCALE_MIN = 2.0**-126  # FLT_MIN: the scale floor; makes absmax == 0 give q == 0, never NaN
 _IN_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -327,9 +329,9 @@ def _q_arg(q: torch.Tensor, soft: bool) -> torch.Tensor:
 
 def _per_token_launch_params(M, K, block_m=None, block_k=None, num_warps=None):
     if block_k is None:
-        block_k = triton.next_power_of_2(K) if K <= _MAX_ONE_TILE else 4096
+        block_k = pow2_at_least(K) if K <= _MAX_ONE_TILE else 4096
     if block_m is None:
-        block_m = max(1, min(triton.next_power_of_2(M), _TILE_ELEMS // block_k))
+        block_m = max(1, min(pow2_at_least(M), _TILE_ELEMS // block_k))
     if num_warps is None:
         num_warps = max(1, min(16, block_m * block_k // 512))
     return block_m, block_k, num_warps
@@ -356,7 +358,7 @@ def quantize_per_token(x: torch.Tensor, dtype=torch.int8, *, exact_div: bool = F
             raise ValueError(f"{name} must be a power of two, got {val}")
     block_m, block_k, num_warps = _per_token_launch_params(M, K, block_m, block_k, num_warps)
     soft = _fp8_soft(x.device)
-    grid = (triton.cdiv(M, block_m),)
+    grid = (cdiv(M, block_m),)
     _per_token_kernel[grid](
         _q_arg(q, soft), K,
         s, 1,
@@ -396,10 +398,10 @@ def quantize_per_tensor(x: torch.Tensor, dtype=torch.int8, scale=None, *, exact_
             s.fill_(SCALE_MIN)
         return q, s
     soft = _fp8_soft(x.device)
-    block_k = min(triton.next_power_of_2(K), 1024)
-    block_m = max(1, min(triton.next_power_of_2(M), _TILE_ELEMS // block_k))
+    block_k = min(pow2_at_least(K), 1024)
+    block_m = max(1, min(pow2_at_least(M), _TILE_ELEMS // block_k))
     num_warps = max(1, min(8, block_m * block_k // 512))
-    grid = (triton.cdiv(M, block_m), triton.cdiv(K, block_k))
+    grid = (cdiv(M, block_m), cdiv(K, block_k))
     amax = s  # unused by the static kernel (DYNAMIC=False never reads it)
     if scale is None:
         amax = torch.zeros(1, dtype=torch.float32, device=x.device)

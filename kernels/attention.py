@@ -32,6 +32,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .host_math import cdiv, pow2_at_least
+
 LOG2E = 1.4426950408889634
 
 
@@ -116,7 +118,7 @@ def _prune(configs, named_args, **kwargs):
     tiles cannot fit the device's shared memory: those would be compiled in full and only then
     refused (OutOfResources), seconds each on a fresh machine (fp32 inputs, D=256)."""
     rows = named_args["MAX_ROWS"]
-    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(16, triton.next_power_of_2(rows))]
+    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(16, pow2_at_least(rows))]
     block_d, elem = kwargs.get("BLOCK_D", named_args.get("BLOCK_D")), named_args["k_ptr"].element_size()
     if block_d is not None and block_d < 256:
         kept = [c for c in kept if (c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps, c.num_stages)
@@ -683,7 +685,7 @@ def _prefill_tma_fwd(
 
 def _bucket(n: int) -> int:
     """Autotuning key for a length: its power-of-two bucket (one tuning per bucket)."""
-    return triton.next_power_of_2(max(1, n))
+    return pow2_at_least(max(1, n))
 
 
 def causal_attention(
@@ -835,7 +837,7 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
         return (out, lse.fill_(float("-inf"))) if return_lse else out
     group = hq // hk
     max_rows = max_seqlen_q * group
-    block_d = max(16, triton.next_power_of_2(d))
+    block_d = max(16, pow2_at_least(d))
     common = dict(HEAD_DIM=d, BLOCK_D=block_d, GROUP=group, VARLEN=1 if varlen else (2 if paired else 0),
                   EVEN_D=block_d == d,
                   # fp32 inputs get fp32 products (not TF32): a float32 model must match itself
@@ -874,8 +876,8 @@ def _attention(q, k, v, *, sm_scale=None, return_lse=False, cu_seqlens_q=None, c
 
     def grid(meta):
         if lpt:
-            return (triton.cdiv(max_rows, meta["BLOCK_M"]) * batch * hk, 1, splits)
-        return (triton.cdiv(max_rows, meta["BLOCK_M"]), batch * hk, splits)
+            return (cdiv(max_rows, meta["BLOCK_M"]) * batch * hk, 1, splits)
+        return (cdiv(max_rows, meta["BLOCK_M"]), batch * hk, splits)
 
     if splits == 1:
         _causal_trim_fwd[grid](
@@ -923,7 +925,7 @@ def _split_counters(device: torch.device, n: int) -> torch.Tensor:
     key = (str(device), stream)
     buf = _COUNTERS.get(key)
     if buf is None or buf.numel() < n:
-        buf = torch.zeros(max(4096, triton.next_power_of_2(n)), dtype=torch.int32, device=device)
+        buf = torch.zeros(max(4096, pow2_at_least(n)), dtype=torch.int32, device=device)
         _COUNTERS[key] = buf
         _COUNTERS_KEPT.append(buf)
     return buf
@@ -950,11 +952,11 @@ def _decode_splits(device: torch.device, tiles: int, max_seqlen_k: int, block_n:
     if device.type != "cuda" or max_seqlen_k < 512:
         return 1
     slots = torch.cuda.get_device_properties(device).multi_processor_count * programs_per_sm
-    want = min(slots // max(1, tiles), triton.cdiv(max_seqlen_k, 256), 64)
+    want = min(slots // max(1, tiles), cdiv(max_seqlen_k, 256), 64)
     if want <= 1:
         return 1
-    blocks = triton.cdiv(max_seqlen_k, block_n)
-    return triton.cdiv(blocks, triton.cdiv(blocks, want))  # no split left empty
+    blocks = cdiv(max_seqlen_k, block_n)
+    return cdiv(blocks, cdiv(blocks, want))  # no split left empty
 
 
 def _launch_decode(out, o_strides, lse, l_strides, q, q_strides, k, k_strides, v, v_strides, cu_q, cu_k,
@@ -966,13 +968,13 @@ def _launch_decode(out, o_strides, lse, l_strides, q, q_strides, k, k_strides, v
     tiles = batch * hk
     cfg = _decode_config(common["BLOCK_D"], q.element_size(), decode)
     mode = decode.get("mode") or ("pdl" if _has_pdl(q.device) else "separate")
-    rows = triton.next_power_of_2(max_rows)
+    rows = pow2_at_least(max_rows)
     d, block_d = common["HEAD_DIM"], common["BLOCK_D"]
     kind = {"fused": 2, "separate": 1, "pdl": 1}[mode]
     # the merge takes MERGE_COLS columns (rows × D) at a time, SPLIT_CHUNK splits per load: about
     # 8192 fp32 values in flight (64 registers a thread at 4 warps)
     cols = min(rows * block_d, 2048) if kind == 2 else block_d
-    chunk = max(1, min(triton.next_power_of_2(splits), 8192 // cols))
+    chunk = max(1, min(pow2_at_least(splits), 8192 // cols))
     part = torch.empty((tiles, splits, rows, block_d), dtype=torch.float32, device=q.device)
     plse = torch.empty((tiles, splits, rows), dtype=torch.float32, device=q.device)
     counters = _split_counters(q.device, tiles) if kind == 2 else cu_q
@@ -1064,7 +1066,7 @@ def _launch_prefill_tma(out, lse, l_strides, q, k, v, scale, return_lse, group, 
     def desc(t, h, s, rows):
         return TensorDescriptor(t, [b * h, s, d], [t.stride(1), t.stride(2), 1], [1, rows, d])
 
-    _prefill_tma_fwd[(triton.cdiv(sq, bm), b * hq)](
+    _prefill_tma_fwd[(cdiv(sq, bm), b * hq)](
         desc(q, hq, sq, bm), desc(k, hk, sk, bn), desc(v, hk, sk, bn), desc(out, hq, sq, bm),
         lse, *l_strides, hq, sq, sk, scale * LOG2E,
         HEAD_DIM=d, GROUP=group, WRITE_LSE=return_lse, WARP_SPECIALIZE=prefill.get("warp_specialize", False),
@@ -1077,7 +1079,7 @@ def _default_splits(device: torch.device, max_rows: int, max_seqlen_k: int, prog
     if device.type != "cuda" or max_rows > 64 or max_seqlen_k < 1024:
         return 1
     sms = torch.cuda.get_device_properties(device).multi_processor_count
-    programs = triton.cdiv(max_rows, 16) * programs_per_block
+    programs = cdiv(max_rows, 16) * programs_per_block
     if programs >= sms:
         return 1
-    return max(1, min(triton.cdiv(2 * sms, programs), triton.cdiv(max_seqlen_k, 512), 64))
+    return max(1, min(cdiv(2 * sms, programs), cdiv(max_seqlen_k, 512), 64))

@@ -69,6 +69,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .host_math import cdiv, pow2_at_least
+
 try:  # an installed sits-doctor, else the checkout
     from sits_doctor.kernels.act_quant import (
         QMAX,
@@ -315,9 +317,9 @@ def _soft(device: torch.device) -> bool:
 
 def _launch_params(M, K, block_m=None, block_k=None, num_warps=None, has_res=False):
     if block_k is None:
-        block_k = triton.next_power_of_2(K) if K <= _MAX_ONE_TILE else 4096
+        block_k = pow2_at_least(K) if K <= _MAX_ONE_TILE else 4096
     if block_m is None:
-        block_m = max(1, min(triton.next_power_of_2(M), _TILE_ELEMS // block_k))
+        block_m = max(1, min(pow2_at_least(M), _TILE_ELEMS // block_k))
         # Not yet the default: two rows a program (block_m=2, 4 warps) timed 30.4 µs against
         # 33.5 at 8192x4096 bf16 int8 without a residual on the H200 (launch variants in
         # bench/results/norm-quant-h200-2026-12-01.md; with a residual one row was best), but
@@ -448,7 +450,7 @@ def rms_norm_quant(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6, dty
             raise ValueError(f"{name} must be a power of two, got {val}")
     block_m, block_k, num_warps = _launch_params(M, K, block_m, block_k, num_warps,
                                                  residual is not None)
-    n_blocks = triton.cdiv(M, block_m)
+    n_blocks = cdiv(M, block_m)
     grid_n = n_blocks
     if persistent:
         sms = (torch.cuda.get_device_properties(x.device).multi_processor_count

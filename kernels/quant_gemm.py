@@ -38,6 +38,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .host_math import cdiv, pow2_at_least
+
 from .act_quant import QMAX, _divide, _fp8_soft, _quantize, _scale_of
 
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
@@ -67,7 +69,7 @@ def _gemm_configs():
 
 def _prune_gemm(configs, named_args, **kwargs):
     m = named_args["M"]
-    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(16, triton.next_power_of_2(m))]
+    kept = [c for c in configs if c.kwargs["BLOCK_M"] <= max(16, pow2_at_least(m))]
     return kept or configs[-1:]
 
 
@@ -161,13 +163,13 @@ def w8a8_gemm(a_q, w_q, sa, sw, bias=None, out_dtype=torch.bfloat16, out=None):
         a_arg, w_arg = (a_q.float(), w_q.float()) if _INTERPRET else (a_q.view(torch.uint8), w_q.view(torch.uint8))
     sa_c, sw_c = sa.reshape(-1).contiguous(), sw.reshape(-1).contiguous()
     has_bias = bias is not None
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
+    grid = lambda meta: (cdiv(M, meta["BLOCK_M"]) * cdiv(N, meta["BLOCK_N"]),)  # noqa: E731
     _w8a8_kernel[grid](
         out, out.stride(0), out.stride(1),
         a_arg, a_arg.stride(0), a_arg.stride(1),
         w_arg, w_arg.stride(0), w_arg.stride(1),
         sa_c, sw_c, bias if has_bias else sa_c,
-        M, N, K, triton.next_power_of_2(max(1, M)),
+        M, N, K, pow2_at_least(max(1, M)),
         HAS_BIAS=has_bias, IS_FP8=is_fp8, WIDEN=_INTERPRET,
     )
     return out
@@ -204,7 +206,7 @@ def scale_rows_cols(acc, sa, sw, bias=None, out_dtype=torch.bfloat16):
         return y
     bm, bn = (16, 32) if _INTERPRET else (32, 256)
     sa_c, sw_c = sa.reshape(-1).contiguous(), sw.reshape(-1).contiguous()
-    _scale_kernel[(triton.cdiv(M, bm), triton.cdiv(N, bn))](
+    _scale_kernel[(cdiv(M, bm), cdiv(N, bn))](
         y, y.stride(0), y.stride(1), acc, acc.stride(0), acc.stride(1), sa_c, sw_c,
         bias if bias is not None else sa_c, M, N,
         HAS_BIAS=bias is not None, BLOCK_M=bm, BLOCK_N=bn, num_warps=1 if _INTERPRET else 8,
@@ -324,7 +326,7 @@ def silu_mul_quant(y, n: int, dtype=torch.int8, *, sa=None, sw=None, static_scal
         return q, s
     soft = _fp8_soft(y.device)
     if block_n is None:
-        block_n = triton.next_power_of_2(n) if n <= _ONE_TILE_MAX else 4096
+        block_n = pow2_at_least(n) if n <= _ONE_TILE_MAX else 4096
     one_tile = block_n >= n
     warps = 1 if _INTERPRET else max(4, min(16, block_n // 1024))
     dummy = s

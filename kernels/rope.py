@@ -38,6 +38,8 @@ import torch
 import triton
 import triton.language as tl
 
+from .host_math import pow2_at_least
+
 __all__ = ["RopeCache", "build_rope_cache", "rope_reference", "apply_rope_", "bench_cases"]
 
 _DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -334,7 +336,7 @@ _MAX_TILE = 4096  # elements per [heads, rotary pairs] tile: bounds registers fo
 
 
 def _head_block(n_heads: int, block_i: int) -> int:
-    return max(1, min(triton.next_power_of_2(n_heads), _MAX_TILE // block_i))
+    return max(1, min(pow2_at_least(n_heads), _MAX_TILE // block_i))
 
 
 def _default_warps(tile: int) -> int:
@@ -399,7 +401,7 @@ def apply_rope_(
 def _launch_params(Hq: int, Hk: int, rotary_dim: int) -> tuple:
     """(half, BLOCK_I, BLOCK_HQ, BLOCK_HK, default warps, ONE_TILE) for a head layout."""
     half = rotary_dim // 2
-    block_i = triton.next_power_of_2(half)
+    block_i = pow2_at_least(half)
     bhq, bhk = _head_block(Hq, block_i), _head_block(Hk, block_i)
     return half, block_i, bhq, bhk, _default_warps(bhq * block_i), bhq >= Hq and bhk >= Hk
 
