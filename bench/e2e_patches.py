@@ -988,14 +988,16 @@ def main() -> None:
                 model.set_attn_implementation("sdpa")
             torch.cuda.empty_cache()
         save()
+    # the table first: a call cut during the accuracy part still leaves it (run 10 lost it so)
+    report["table"] = table(results)
+    save()
+    print(report["table"], flush=True)
     if not args.no_accuracy and time.time() - T0 < args.budget_s + 30:
         try:
             report["accuracy"] = accuracy(model, dev, args.quant_rtol)
         except Exception as exc:  # noqa: BLE001
             report["accuracy"] = {"error": f"{type(exc).__name__}: {str(exc)[:300]}"}
-    report["table"] = table(results)
-    save()
-    print(report["table"])
+        save()
     print(json.dumps(report.get("accuracy"), indent=1))
 
 
