@@ -197,7 +197,7 @@ def test_tables_name_the_class_and_say_what_they_cannot_tell(tmp_path, capsys):
         run(["check", path, "--runtime", "--isolated", "--target", f"transformers=={older}"])
         out = capsys.readouterr().out
         assert f"runtime: {CONFIGS[family]['architectures'][0]} (tables for transformers {older})" in out
-        assert "  attention: not in the version tables for this target (to know, install that transformers" in out
+        assert "  attention: not in the version tables for this target (install that transformers version" in out
         assert rope_line in out
     assert tf.runtime_from_tables(_model({"model_type": "llama"}), older).model_class is None
     assert tf.runtime_from_tables(_model({**CONFIGS["qwen2"], "architectures": [7]}), older).model_class is None

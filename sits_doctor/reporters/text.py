@@ -51,7 +51,7 @@ _ROPE = {"model": "once per forward, passed to every layer", "attention": "again
          "none": "no rotary module"}
 
 
-_UNTABLED = "not in the version tables for this target (to know, install that transformers and pass --runtime)"
+_UNTABLED = "not in the version tables for this target (install that transformers version here to build the model)"
 
 
 def runtime_lines(rows: list[dict]) -> list[str]:
