@@ -21,6 +21,7 @@ run printed no row within 330 s, before these parts and this printing existed, s
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import platform
@@ -499,8 +500,10 @@ def extra_cases(dev, only: str | None = None, variants: bool = True) -> list[dic
     return rows
 
 
+@functools.cache
 def _norm_quant_bench():
-    """bench/norm_quant.py as a module (bench/ is not a package)."""
+    """bench/norm_quant.py as a module (bench/ is not a package), loaded once for the checks, the
+    timing and the rendering."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("bench_norm_quant", Path(__file__).with_name("norm_quant.py"))

@@ -395,23 +395,27 @@ def test_fast_path_replays_the_compiled_kernel_with_constexprs_after_the_first_l
     assert [e[0] for e in log[3:]] == ["jit", "jit", "jit"]
 
 
-def test_fast_path_drops_the_constexprs_when_the_launcher_refuses_them(fast_launch, monkeypatch):
+_ARGS, _CONSTS = (torch.zeros(2, 8), 8, 1e-6), (127.0, False)
+
+
+def _three_launches(fast_launch, monkeypatch, takes):
+    """Three launches of one specialization whose compiled launcher takes ``takes`` arguments."""
     nq, log, dev = fast_launch
-    monkeypatch.setattr(nq, "_norm_quant_kernel", _Jit(log, takes=3))
-    args, consts = (torch.zeros(2, 8), 8, 1e-6), (127.0, False)
+    monkeypatch.setattr(nq, "_norm_quant_kernel", _Jit(log, takes=takes))
     for _ in range(3):
-        nq._launch(2, args, consts, 4, dev)
+        nq._launch(2, _ARGS, _CONSTS, 4, dev)
+    return nq, log
+
+
+def test_fast_path_drops_the_constexprs_when_the_launcher_refuses_them(fast_launch, monkeypatch):
+    nq, log = _three_launches(fast_launch, monkeypatch, takes=3)
     assert [e[0] for e in log] == ["jit", "fast", "fast"]
     assert nq._FAST == {"on": True, "constexprs_in_args": False}
-    assert log[1][2] == args
+    assert log[1][2] == _ARGS
 
 
 def test_fast_path_switches_itself_off_when_no_argument_list_is_taken(fast_launch, monkeypatch):
-    nq, log, dev = fast_launch
-    monkeypatch.setattr(nq, "_norm_quant_kernel", _Jit(log, takes=99))
-    args, consts = (torch.zeros(2, 8), 8, 1e-6), (127.0, False)
-    for _ in range(3):
-        nq._launch(2, args, consts, 4, dev)
+    nq, log = _three_launches(fast_launch, monkeypatch, takes=99)
     assert [e[0] for e in log] == ["jit", "jit", "jit"]
     assert nq._FAST["on"] is False
 
