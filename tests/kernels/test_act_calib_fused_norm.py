@@ -51,8 +51,9 @@ PROBE = torch.randint(3, 256, (1, 9), generator=torch.Generator().manual_seed(9)
 
 
 def _run(m, fuse, **opts):
-    ps = patch(m, ["act_calib"], probe=PROBE,
-               options={"act_calib": {"mode": "int8", "fuse_norm": fuse, **opts}})
+    """act_calib int8 on ``m``; ``fuse`` None leaves ``fuse_norm`` at its default."""
+    opts = {"mode": "int8", **opts, **({} if fuse is None else {"fuse_norm": fuse})}
+    ps = patch(m, ["act_calib"], probe=PROBE, options={"act_calib": opts})
     return ps, ps["act_calib"]
 
 
@@ -64,7 +65,7 @@ def test_fused_norms_compute_what_unfused_act_calib_computes_and_are_counted():
     want = _logits(m, ids)
     assert p.info["fused_norms"] == []
     unpatch(ps)
-    ps, p = _run(m, True)
+    ps, p = _run(m, None)  # the default fuses
     try:
         assert p.error is not None and p.error <= p.tolerance
         assert p.info["fused_norms"] == [f"model.layers.{i}.{n}" for i in range(n_layers)
