@@ -140,6 +140,23 @@ def test_static_scales_few_rows_and_changed_outputs_take_the_unfused_path():
         unpatch(ps)
 
 
+def test_a_norm_whose_readers_are_not_one_target_group_keeps_its_forward():
+    m = _llama()
+    ids = _ids()
+    post = [f"model.layers.{i}.post_attention_layernorm" for i in range(m.config.num_hidden_layers)]
+    # only the MLP projections are targets: q/k/v read the input_layernorm unquantized
+    # q and k are targets, v is not: the q|k group is not everything the input_layernorm feeds
+    for targets in (act_calib.MLP_TARGETS, r"(^|\.)(self_attn\.(q|k)_proj|mlp\.(gate|up|down)_proj)$"):
+        ps, p = _run(m, None, targets=targets)
+        try:
+            assert p.info["fused_norms"] == post
+            _logits(m, ids)
+            assert set(p.info["_state"]["fused_norm"]) == {f"model.layers.{i}.mlp.gate_proj"
+                                                           for i in range(m.config.num_hidden_layers)}
+        finally:
+            unpatch(ps)
+
+
 @pytest.mark.parametrize("family, applies", [("qwen3", True), ("mistral", True), ("gemma3", False)])
 def test_where_the_fusion_applies(family, applies):
     t = transformers
