@@ -5,8 +5,9 @@ transformers from small configs, no download. What is checked: where the fusion 
 norms feeding q|k|v and gate|up; not Gemma's ``1 + weight`` norm, not the dequant mode), that the
 fused model computes what the unfused act_calib computes, that every fused quantization is used by
 the group it was made for and counted, that anything else (static scales, fewer rows than
-``min_rows``, a norm output changed in place before the projection reads it) takes the unfused
-path, and that revert restores the norms.
+``min_rows``, a norm output changed in place before the projection reads it, inputs that need
+gradients, empty inputs, a norm whose readers are not one target group) takes the unfused path,
+and that revert restores the norms.
 """
 
 from __future__ import annotations
@@ -136,6 +137,30 @@ def test_static_scales_few_rows_and_changed_outputs_take_the_unfused_path():
         finally:
             for n, f in zip(norms, forwards):
                 n.__dict__["forward"] = f
+    finally:
+        unpatch(ps)
+
+
+def test_inputs_needing_gradients_and_empty_inputs_take_the_norms_own_forward():
+    m = _llama()
+    ps, p = _run(m, None)
+    try:
+        qkv = {g.names[0]: g for g in p.info["_groups"]}["model.layers.0.self_attn.q_proj"]
+        norm = m.model.layers[0].input_layernorm
+        x = torch.randn(1, 5, m.config.hidden_size, generator=torch.Generator().manual_seed(4))
+        xg = x.clone().requires_grad_()
+
+        def fused(t, grad):
+            qkv.pre = None
+            with torch.set_grad_enabled(grad):
+                y = norm(t)
+            return qkv.pre is not None and qkv.pre[0] is y
+
+        assert fused(x, grad=True)  # autograd on, but nothing to differentiate
+        assert fused(xg, grad=False)  # a leaf that wants gradients, under no_grad
+        assert not fused(xg, grad=True)
+        assert norm(xg).requires_grad  # the own forward keeps the graph
+        assert not fused(x[:, :0], grad=False)
     finally:
         unpatch(ps)
 
