@@ -38,9 +38,8 @@ import torch
 import triton
 import triton.language as tl
 
-from .host_math import cdiv, pow2_at_least
-
 from .act_quant import QMAX, _divide, _fp8_soft, _quantize, _scale_of
+from .host_math import cdiv, pow2_at_least
 
 _INTERPRET = os.environ.get("TRITON_INTERPRET") == "1"
 

@@ -126,6 +126,7 @@ class GpuSpec(NamedTuple):
 
 
 LIVE_HOW = "live model in this process"  # Runtime.how of sits_doctor.runtime_hf.live
+TABLES_HOW = "tables for transformers"  # Runtime.how of frameworks.transformers.runtime_from_tables
 
 
 class Runtime(NamedTuple):

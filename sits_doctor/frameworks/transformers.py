@@ -629,7 +629,7 @@ def _architecture(data: dict) -> str | None:
 def runtime_from_tables(model, version: str):
     """:class:`~sits_doctor.facts.Runtime` of a model config at transformers ``version``, from the
     generated table (exact at its release, assumed for a newer target) and :data:`ROPE_MOVED_TO_MODEL`."""
-    from sits_doctor.facts import Runtime, Value
+    from sits_doctor.facts import TABLES_HOW, Runtime, Value
     from sits_doctor.versions import V
 
     text = model.text if model is not None else {}
@@ -662,5 +662,5 @@ def runtime_from_tables(model, version: str):
     return Runtime(
         attention=attention, supports_sdpa=supports, rope=rope, rotary_modules=modules,
         cache=Value.default(cache or DEFAULT_CACHE, "generation_config.json" if cache else "generate() default"),
-        quantizer=None, model_class=_architecture(data), how=f"tables for transformers {version}", custom_code=custom,
+        quantizer=None, model_class=_architecture(data), how=f"{TABLES_HOW} {version}", custom_code=custom,
     )

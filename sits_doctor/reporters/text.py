@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from sits_doctor.engine import Report
+from sits_doctor.facts import TABLES_HOW
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -61,15 +62,16 @@ def runtime_lines(rows: list[dict]) -> list[str]:
         lines.append(f"{r['file']}: runtime: {r['model_class'] or 'model'} ({r['how']})")
         if r["custom_code"]:
             continue
+        untabled = r["how"].startswith(TABLES_HOW)  # from the tables, not a built model
         if r["attention"] is not None:
             sdpa = "" if r["supports_sdpa"] is None else f"; the class {'has an' if r['supports_sdpa'] else 'has no'} SDPA path"
             lines.append(f"  attention: {r['attention']}{sdpa}")
-        elif r["how"].startswith("tables"):
+        elif untabled:
             lines.append(f"  attention: {_UNTABLED}")
         if r["rope"] is not None:
             where = f" ({', '.join(r['rotary_modules'])})" if r["rotary_modules"] else ""
             lines.append(f"  rotary embeddings: {_ROPE.get(r['rope'], r['rope'])}{where}")
-        elif r["how"].startswith("tables"):
+        elif untabled:
             lines.append(f"  rotary embeddings: {_UNTABLED}")
         if r["cache"] is not None:
             lines.append(f"  generate() cache: {r['cache']}")
