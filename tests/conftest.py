@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import sys
 import tempfile
 import textwrap
 from dataclasses import dataclass
@@ -18,6 +19,13 @@ os.environ.setdefault("TRITON_INTERPRET", "1")
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
+
+# `python -m pytest` from the clone root puts the root on sys.path, where the top-level kernels/
+# folder (installed as sits_doctor.kernels) shadows the `kernels` package transformers >= 5.25
+# requires and imports (transformers/integrations/hub_kernels.py): every test that builds a
+# transformers model then fails with "cannot import name 'CUDAProperties' from 'kernels'". The
+# tests import the installed package, never the root's folders by name.
+sys.path[:] = [p for p in sys.path if p not in ("", ".") and Path(p or ".").resolve() != REPO]
 
 
 def pytest_addoption(parser):
