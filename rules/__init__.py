@@ -14,6 +14,7 @@ from sits_doctor.rules import (
     sits202_max_model_len_exceeds_model,
     sits204_removed_or_renamed_option,
     sits205_yaml_false_dropped,
+    sits206_quantization_not_read,
     sits900_unused_suppression,
 )
 
@@ -28,6 +29,7 @@ RULES = (
     sits202_max_model_len_exceeds_model,
     sits204_removed_or_renamed_option,
     sits205_yaml_false_dropped,
+    sits206_quantization_not_read,
     sits900_unused_suppression,
 )
 

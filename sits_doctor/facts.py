@@ -77,6 +77,18 @@ class ModelDims(NamedTuple):
     # how the checkpoint scales its input activations (an ActivationScales, at the key that decides it);
     # None: activations are not quantized (weight-only, or no quantization_config)
     activation_scales: Value | None = None
+    # where the checkpoint says it is quantized and who reads that (a CheckpointQuant); None: not quantized
+    checkpoint_quant: Value | None = None
+
+
+class CheckpointQuant(NamedTuple):
+    """Where a checkpoint says how its weights are stored, read once for every rule and for
+    ``capacity`` (sits_doctor.frameworks.transformers.checkpoint_quant)."""
+
+    method: str  # quant_method as the loaders normalise it ("modelopt" for a ModelOpt recipe, "gptq" for AutoGPTQ)
+    weights: str  # the stored weight format sits_doctor.memory weighs ("fp8", "int4", "unknown" ...)
+    where: str  # "quantization_config" (config.json), "hf_quant_config.json" or "quantize_config.json"
+    declared: bool  # False: a config.json quantization_config that names no quant_method
 
 
 class ActivationScales(NamedTuple):

@@ -162,6 +162,8 @@ def weights_bytes(dims, *, params: int | None = None, params_note: str = "",
     method = str(quant.value).lower() if quant is not None else None
     if method == "mixed precision":
         return None, "the weights' size (a mixed-precision checkpoint: each layer's format is listed per layer)"
+    if method in ("unknown", "undeclared"):
+        return None, f"the weights' size (the checkpoint is quantized, but its stored format is not known: {quant.prov})"
     dtype = str(dims.dtype.value).lower() if dims.dtype is not None else "bfloat16"
     base = DTYPE_BYTES.get(dtype, 2)
     rate = BYTES_PER_PARAM.get(method)
@@ -183,6 +185,8 @@ def weights_bytes(dims, *, params: int | None = None, params_note: str = "",
         total = quantized * rate + kept * base
         what = (f"{quantized / 1e9:.2f} B {'expert ' if method == 'mxfp4' else ''}parameters in {method} "
                 f"(≈ {rate:.3f} B each incl. scales{pad_note}) + {kept / 1e9:.2f} B in {dtype}")
+    if rate is not None and quant is not None and quant.prov.kind == "file":
+        what += f"; format from {quant.prov}"
     return Value.derived(total, f"{total / GIB:.2f} GiB = {params / 1e9:.2f} B parameters: {what} ({params_note})"), None
 
 

@@ -133,7 +133,8 @@ class ModelFacts:
 
     def __init__(self, path: str, data: dict[str, Any], text_pointer: str = "", doc: SourceDoc | None = None,
                  generation: SourceDoc | None = None, quant: SourceDoc | None = None,
-                 overrides: dict[str, "Setting"] | None = None, stored_weights: tuple[int, str] | None = None):
+                 overrides: dict[str, "Setting"] | None = None, stored_weights: tuple[int, str] | None = None,
+                 autogptq: SourceDoc | None = None):
         self.path = path
         self.data = data
         self.text_pointer = text_pointer  # "" or "/text_config" (transformers' get_text_config())
@@ -142,13 +143,14 @@ class ModelFacts:
         self.quant = quant
         self.overrides = {} if overrides is None else overrides  # vLLM hf_overrides
         self.stored_weights = stored_weights  # (bytes, file): model.safetensors.index.json's metadata.total_size
+        self.autogptq = autogptq  # quantize_config.json beside config.json (AutoGPTQ's recipe)
 
     def __repr__(self) -> str:
         return f"ModelFacts({self.path!r})"
 
     def with_overrides(self, found: dict[str, "Setting"]) -> "ModelFacts":
         return ModelFacts(self.path, self.data, self.text_pointer, self.doc, self.generation, self.quant,
-                          {**self.overrides, **found}, self.stored_weights)
+                          {**self.overrides, **found}, self.stored_weights, self.autogptq)
 
     @property
     def text(self) -> dict[str, Any]:

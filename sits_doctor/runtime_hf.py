@@ -154,11 +154,19 @@ def _shrink(config) -> int:
 
 
 def _quantizer(quant, src: str) -> Value | None:
-    """The HfQuantizer class transformers picks for ``quantization_config.quant_method``."""
-    if not isinstance(quant, dict) or not isinstance(quant.get("quant_method"), str):
+    """The HfQuantizer class transformers picks for a quantization_config: the key
+    AutoQuantizationConfig.from_dict derives (``load_in_4bit`` / ``load_in_8bit`` make it
+    ``bitsandbytes_4bit`` / ``_8bit`` whatever quant_method says; src/transformers/quantizers/
+    auto.py@5.25.0), looked up in the installed AUTO_QUANTIZER_MAPPING."""
+    if not isinstance(quant, dict):
         return None
     from transformers.quantizers.auto import AUTO_QUANTIZER_MAPPING
 
-    cls = AUTO_QUANTIZER_MAPPING.get(quant["quant_method"])
-    name = cls.__name__ if cls is not None else f"none: transformers has no quantizer for {quant['quant_method']!r}"
+    key = quant.get("quant_method")
+    if quant.get("load_in_8bit") or quant.get("load_in_4bit"):
+        key = "bitsandbytes_4bit" if quant.get("load_in_4bit") else "bitsandbytes_8bit"
+    elif not isinstance(key, str):
+        return Value.default("none: the quantization_config has no quant_method (from_pretrained raises ValueError)", src)
+    cls = AUTO_QUANTIZER_MAPPING.get(key)
+    name = cls.__name__ if cls is not None else f"none: transformers has no quantizer for {key!r}"
     return Value.default(name, src)

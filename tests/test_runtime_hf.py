@@ -108,6 +108,26 @@ def test_introspection_honours_an_asked_implementation_and_names_the_quantizer()
     assert rt.quantizer.value == AUTO_QUANTIZER_MAPPING["fp8"].__name__
 
 
+@pytest.mark.parametrize("quant, key", [
+    ({"quant_method": "bitsandbytes", "load_in_4bit": True, "bnb_4bit_quant_type": "nf4"}, "bitsandbytes_4bit"),
+    ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "bitsandbytes_8bit"),
+    ({"load_in_4bit": True}, "bitsandbytes_4bit"),
+    ({"quant_method": "gptq", "bits": 4}, "gptq"),
+])
+def test_the_quantizer_is_the_one_transformers_derives(quant, key):
+    """bitsandbytes checkpoints say quant_method "bitsandbytes"; transformers picks the 4- or 8-bit
+    quantizer from load_in_4bit / load_in_8bit (quantizers/auto.py), which the mapping is keyed by."""
+    from transformers.quantizers.auto import AUTO_QUANTIZER_MAPPING
+
+    assert runtime_hf._quantizer(quant, "src").value == AUTO_QUANTIZER_MAPPING[key].__name__
+
+
+def test_a_quantization_config_without_quant_method_is_refused():
+    assert "no quant_method" in runtime_hf._quantizer({"bits": 4}, "src").value
+    assert "has no quantizer for 'nonesuch'" in runtime_hf._quantizer({"quant_method": "nonesuch"}, "src").value
+    assert runtime_hf._quantizer(None, "src") is None
+
+
 def test_introspection_never_builds_custom_code():
     rt = runtime_hf.introspect(_model({**CONFIGS["llama"], "auto_map": {"AutoModelForCausalLM": "modeling_x.X"}}))
     assert rt.custom_code and rt.model_class is None and "never runs" in rt.how

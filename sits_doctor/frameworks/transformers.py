@@ -193,21 +193,20 @@ _TRTLLM_WEIGHTS = {
     "W4A16": "int4", "W4A16_AWQ": "int4", "W4A16_GPTQ": "int4", "W4A8_AWQ": "int4", "W8A16": "int8",
     "W8A16_GPTQ": "int8", "INT8": "int8", "W8A8_SQ_PER_CHANNEL": "int8", "W8A8_SQ_PER_TENSOR_PLUGIN": "int8",
     "W8A8_SQ_PER_CHANNEL_PER_TOKEN_PLUGIN": "int8", "W8A8_SQ_PER_TENSOR_PER_TOKEN_PLUGIN": "int8",
-    "W4A16_MXFP4": "mxfp4",
+    "W4A16_MXFP4": "mxfp4", "FP8_PB_WO": "fp8", "W4A8_NVFP4_FP8": "nvfp4",
 }
 
 
 def _weight_scheme(quant: dict) -> str:
     """The weight format a quantization_config stores, named as sits_doctor.memory weighs it:
-    ModelOpt's ``quant_algo`` (FP8 / NVFP4) and compressed-tensors' weight ``num_bits`` / ``type``
-    (llm-compressor: 8-bit float → fp8, 8-bit int → int8, 4-bit → int4 with group scales); other
-    methods by name."""
+    ModelOpt's ``quant_algo`` (the QuantAlgo names TensorRT-LLM shares), compressed-tensors'
+    weight ``num_bits`` / ``type`` (llm-compressor: 8-bit float → fp8, 8-bit int → int8, 4-bit →
+    int4 with group scales), bitsandbytes' 4 or 8 bits; other methods by name."""
     method = quant["quant_method"]
-    if method == "modelopt":
-        algo = str(quant.get("quant_algo") or "").upper()
-        if algo == "MIXED_PRECISION":
-            return "mixed precision"  # per layer (quantized_layers): not weighed
-        return "nvfp4" if "NVFP4" in algo else "fp8" if algo.startswith("FP8") else method
+    if method == MODELOPT_METHOD:
+        return _modelopt_weights(quant)
+    if method == BNB_METHOD:
+        return "int8" if quant.get("load_in_8bit") is True else BNB_METHOD
     if method == "compressed-tensors":
         groups = quant.get("config_groups")
         weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
@@ -219,6 +218,102 @@ def _weight_scheme(quant: dict) -> str:
             if n == 4:
                 return "nvfp4" if kind == "float" else "int4"
     return method
+
+
+def _modelopt_section(quant: dict) -> tuple[str, dict] | None:
+    """Where a ModelOpt recipe keeps ``quant_algo``: the ``quantization`` mapping of the
+    hf_quant_config.json layout (also copied into config.json), else the top level; with the
+    pointer suffix of that mapping. None when neither holds a string ``quant_algo``."""
+    inner = quant.get(HF_QUANT_SECTION)
+    if isinstance(inner, dict) and isinstance(inner.get(QUANT_ALGO_KEY), str):
+        return f"/{HF_QUANT_SECTION}", inner
+    if isinstance(quant.get(QUANT_ALGO_KEY), str):
+        return "", quant
+    return None
+
+
+def _modelopt_weights(quant: dict) -> str:
+    found = _modelopt_section(quant)
+    algo = found[1][QUANT_ALGO_KEY].upper() if found else ""
+    if algo == MIXED_PRECISION:
+        return "mixed precision"  # per layer (quantized_layers): not weighed
+    return _TRTLLM_WEIGHTS.get(algo, UNKNOWN_WEIGHTS)
+
+
+# --- where a checkpoint says it is quantized ---------------------------------------------------
+# transformers reads only config.json's quantization_config (AutoHfQuantizer /
+# AutoQuantizationConfig.from_dict, src/transformers/quantizers/auto.py@5.25.0): without
+# quant_method it raises "ValueError: The model's quantization config from the arguments has no
+# `quant_method` attribute", unless load_in_4bit / load_in_8bit say bitsandbytes (then
+# "bitsandbytes_4bit" / "_8bit"). No file of src/transformers@5.25.0 reads hf_quant_config.json
+# or quantize_config.json: a checkpoint quantized only there is built unquantized.
+# vLLM normalises config.json's quantization_config (vllm/transformers_utils/
+# model_arch_config_convertor.py@v0.33.0 _normalize_quantization_config; vllm/config/__init__.py
+# @v0.10.2 _parse_quant_hf_config): producer.name "modelopt" with quantization.quant_algo FP8 /
+# FP8_PER_CHANNEL_PER_TOKEN / FP8_PB_WO → "modelopt", NVFP4 → "modelopt_fp4", MIXED_PRECISION →
+# "modelopt_mixed"; any other quant_algo raises "ValueError: Unknown ModelOpt quant algo". A flat
+# quant_algo without quant_method stays "" (unquantized). It reads hf_quant_config.json when
+# config.json has none (transformers_utils/config.py get_config, from VLLM_READS_HF_QUANT_CONFIG);
+# quantize_config.json only when --quantization names a GPTQ method (AutoGPTQConfig /
+# GPTQConfig.get_config_filenames, quantization/auto_gptq.py@v0.33.0, gptq.py@v0.8.5).
+BNB_METHOD = "bitsandbytes"
+AUTOGPTQ_CONFIG = "quantize_config.json"  # AutoGPTQ's recipe: bits, group_size, desc_act, sym
+UNKNOWN_WEIGHTS = "unknown"  # a quantization whose stored format the config does not say
+UNDECLARED = "undeclared"  # quantization_config with no quant_method (and no bitsandbytes load_in_*)
+VLLM_MODELOPT_PRODUCER = "modelopt"
+VLLM_MODELOPT_ALGOS = {"FP8": "modelopt", "FP8_PER_CHANNEL_PER_TOKEN": "modelopt", "FP8_PB_WO": "modelopt",
+                       "NVFP4": "modelopt_fp4", "MIXED_PRECISION": "modelopt_mixed"}
+VLLM_READS_HF_QUANT_CONFIG = "0.10.1"  # first release that reads it on its own (0.10.0 and before: only with --quantization modelopt)
+VLLM_GPTQ_METHODS = ("gptq", "gptq_marlin", "auto_gptq", "marlin")  # --quantization values that read quantize_config.json
+
+
+def checkpoint_quant(model):
+    """How a checkpoint says its weights are stored, read once from config.json's
+    ``quantization_config``, else ``hf_quant_config.json`` (ModelOpt ≤ 0.29), else
+    ``quantize_config.json`` (AutoGPTQ): (method, weight format, CheckpointQuant) as Values at the
+    key that says it, or (None, None, None) for an unquantized checkpoint."""
+    from sits_doctor.facts import CheckpointQuant, Value
+
+    quant = model.data.get(QUANT_CONFIG_KEY) if isinstance(model.data, dict) else None
+    if isinstance(quant, dict):
+        setting = _top_setting(model, QUANT_CONFIG_KEY)
+        method = quant.get("quant_method")
+        if isinstance(method, str):
+            found = CheckpointQuant(method, _weight_scheme(quant), QUANT_CONFIG_KEY, True)
+        elif quant.get("load_in_4bit") is True or quant.get("load_in_8bit") is True:
+            found = CheckpointQuant(BNB_METHOD, "int8" if quant.get("load_in_8bit") is True else BNB_METHOD,
+                                    QUANT_CONFIG_KEY, True)
+        elif _modelopt_section(quant) is not None:
+            found = CheckpointQuant(MODELOPT_METHOD, _modelopt_weights(quant), QUANT_CONFIG_KEY, False)
+        else:
+            found = CheckpointQuant(UNDECLARED, UNKNOWN_WEIGHTS, QUANT_CONFIG_KEY, False)
+        return (Value.of(setting, found.method), Value.of(setting, found.weights), Value.of(setting, found))
+    for side, method in ((getattr(model, "quant", None), MODELOPT_METHOD), (getattr(model, "autogptq", None), "gptq")):
+        data = side.data if side is not None and isinstance(side.data, dict) else None
+        if data is None:
+            continue
+        if method == MODELOPT_METHOD:
+            section = _modelopt_section(data)
+            if section is None:
+                continue
+            weights, where, at = _modelopt_weights(data), HF_QUANT_CONFIG, f"{section[0]}/{QUANT_ALGO_KEY}"
+        else:
+            bits = data.get("bits")
+            weights = f"int{bits}" if bits in (4, 8) and not isinstance(bits, bool) else UNKNOWN_WEIGHTS
+            where, at = AUTOGPTQ_CONFIG, "/bits" if "bits" in data else ""
+        setting = _doc_setting(side, where, at)
+        found = CheckpointQuant(method, weights, where, True)
+        return (Value.of(setting, method), Value.of(setting, weights), Value.of(setting, found))
+    return None, None, None
+
+
+def _doc_setting(doc, name: str, at: str):
+    """A whole sidecar file as one setting (its top-level mapping), positioned at the key ``at``
+    that names the format (the file's start when it has none)."""
+    from sits_doctor.plan import Provenance, Setting, Site
+
+    prov = Provenance.at(doc, at) if at else Provenance.at(doc, "", key=False)
+    return Setting(name, name, doc.data, doc.data, prov, site=Site("mapping", doc, ""))
 
 
 # --- activation scales of quantized checkpoints (SITS005) ------------------------------------
@@ -309,8 +404,9 @@ def _config_scales(model, quant: dict):
         return _value(model.doc, model.path, at, ActivationScales(static, "tensor" if static else "token", shown, method))
     if method == CT_METHOD:
         return _ct_scales(model, quant, base)
-    if method == MODELOPT_METHOD:
-        return _algo_scales(model.doc, model.path, base, quant, MODELOPT_METHOD)
+    if method == MODELOPT_METHOD or (method is None and _modelopt_section(quant) is not None):
+        suffix, section = _modelopt_section(quant) or ("", quant)
+        return _algo_scales(model.doc, model.path, base + suffix, section, MODELOPT_METHOD)
     grain = DYNAMIC_ACTIVATION_METHODS.get(method)  # None: weight-only, or a method without activation scales
     return _value(model.doc, model.path, base, ActivationScales(False, grain, method, method)) if grain else None
 
@@ -434,12 +530,8 @@ def _model_dims(model):
                   if s is not None and isinstance(s.value, str)), None)
     rope = next((Value.of(s) for s in (model.fact(k) for k in ROPE_KEYS)
                  if s is not None and isinstance(s.value, dict) and s.value), None)
-    quant = model.data.get("quantization_config")
-    quantization = scheme = None
-    if isinstance(quant, dict) and isinstance(quant.get("quant_method"), str):
-        quantization = Value.of(_top_setting(model, "quantization_config"), quant["quant_method"])
-        scheme = Value.of(_top_setting(model, "quantization_config"), _weight_scheme(quant))
-    elif engine and isinstance(model.text.get("quantization"), dict):
+    quantization, scheme, checkpoint = (None, None, None) if engine else checkpoint_quant(model)
+    if engine and isinstance(model.text.get("quantization"), dict):
         algo = model.text["quantization"].get("quant_algo")
         found = _TRTLLM_WEIGHTS.get(str(algo).upper()) if algo else None
         if found:
@@ -453,6 +545,7 @@ def _model_dims(model):
     dims = ModelDims(
         architecture=architecture, model_type=model_type, head_dim=head_dim, dtype=dtype, rope=rope,
         quantization=quantization, weight_scheme=scheme, max_positions=max_positions, activation_scales=scales,
+        checkpoint_quant=checkpoint,
         **{k: got[k] for k in ALIASES},
     )
     stored = getattr(model, "stored_weights", None)

@@ -179,7 +179,8 @@ _CONFIG_MARKERS = vllm_fw.SNIFF_WORDS + (
     "servingEngineSpec", "pretrained_config", "build_config", "context_length", "genai", "architectures",
     "model_type", "kv_cache_config", "cuda_graph",
 )
-_CONFIG_NAMES = frozenset({"config.json", "genai_config.json", "generation_config.json", "hf_quant_config.json"})
+_CONFIG_NAMES = frozenset({"config.json", "genai_config.json", "generation_config.json", "hf_quant_config.json",
+                           "quantize_config.json"})
 
 
 def _tolerable_in_walk(path: Path, err: InputError, text: str | None) -> bool:
@@ -246,7 +247,7 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
             return [hf.plan_from_config(doc, _sidecars(path, consumed, result))]
         if hf.is_generation_config(data):
             return [hf.plan_from_sidecar(doc, "hf-generation-config")]
-        if hf.is_quant_config(data):
+        if hf.is_quant_config(data) or (path.name == hf.AUTOGPTQ_NAME and hf.is_autogptq_config(data)):
             return [hf.plan_from_sidecar(doc, "hf-quant-config")]
         if _is_kserve(data):
             return _wrapper("kserve").plans(doc)

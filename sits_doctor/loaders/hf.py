@@ -1,5 +1,5 @@
-"""Hugging Face model configs: ``config.json`` with ``generation_config.json`` and
-``hf_quant_config.json`` beside it.
+"""Hugging Face model configs: ``config.json`` with ``generation_config.json``,
+``hf_quant_config.json`` (ModelOpt) and ``quantize_config.json`` (AutoGPTQ) beside it.
 
 Handles multimodal configs (the text config under ``text_config``/``decoder``/``generator``/
 ``text_encoder``, as transformers' ``get_text_config()`` does, shared/research/vllm-hf-facts.md §10)
@@ -25,7 +25,7 @@ _GENERATION_KEYS = frozenset(
     """max_new_tokens max_length do_sample temperature top_p top_k num_beams repetition_penalty
     eos_token_id bos_token_id pad_token_id min_new_tokens cache_implementation""".split()
 )
-SIDECARS = ("generation_config.json", "hf_quant_config.json")
+SIDECARS = ("generation_config.json", "hf_quant_config.json", "quantize_config.json")  # AUTOGPTQ_NAME last
 
 
 # Keys of other tools' model configs that look like transformers' (MLC LLM's mlc-chat-config.json).
@@ -52,6 +52,15 @@ def is_quant_config(data: Any) -> bool:
     return isinstance(data, dict) and isinstance(data.get("quantization"), dict) and isinstance(data.get("producer"), dict)
 
 
+AUTOGPTQ_NAME = "quantize_config.json"
+
+
+def is_autogptq_config(data: Any) -> bool:
+    """AutoGPTQ's quantize_config.json: its bit width and group size (optimum / auto_gptq
+    BaseQuantizeConfig.save_pretrained)."""
+    return isinstance(data, dict) and isinstance(data.get("bits"), int) and "group_size" in data
+
+
 def text_pointer(data: dict) -> str:
     """Where transformers' ``get_text_config()`` would look, as a JSON Pointer ("" = top level)."""
     for key in TEXT_CONFIG_KEYS:
@@ -71,6 +80,7 @@ def model_facts(doc: SourceDoc, sidecars: dict[str, SourceDoc] | None = None) ->
         generation=sidecars.get("generation_config.json"),
         quant=sidecars.get("hf_quant_config.json"),
         stored_weights=stored_weights(doc.path),
+        autogptq=sidecars.get("quantize_config.json"),
     )
 
 
