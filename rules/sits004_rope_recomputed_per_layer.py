@@ -7,8 +7,11 @@ Mistral, Gemma 2 and Phi-3 before transformers 4.48.0, Llama before 4.43.0, and,
 the architectures whose code still keeps a rotary module in each layer (`moshi`,
 `recurrent_gemma`, `deepseek_v4`'s compressor). Where RoPE runs is read from the model built with
 the installed transformers (`check --runtime`), or else from version tables generated the same
-way. A model whose code comes from its repository (`auto_map`) gets an info finding: sits-doctor
-never runs that code, so it cannot say. Dynamic NTK scaling is not a trigger: it rebuilds its
+way. A model whose code comes from its repository (`auto_map`) and whose `model_type` transformers
+has no class for gets an info finding: sits-doctor never runs that code, so it cannot say. When
+transformers has its own class (`phi3`, `qwen2`, `nemotron_h` ...), that class is what
+`from_pretrained` builds unless `trust_remote_code=True` is passed (`resolve_trust_remote_code`:
+local code wins), so it is judged as that class. Dynamic NTK scaling is not a trigger: it rebuilds its
 frequencies only when a sequence outgrows the cached length.
 
 ## Why it hurts
@@ -54,6 +57,9 @@ code on the GPU it runs on.
   `tools/gen_hf_runtime.py` (`sits_doctor/frameworks/data/hf_runtime.json`).
 - Dynamic NTK: `modeling_rope_utils.py` `dynamic_rope_update`@v5.24.0 (recomputes `inv_freq`
   only past the cached length).
+- transformers `dynamic_module_utils.py` `resolve_trust_remote_code`@5.25.0 (with
+  `trust_remote_code` not given and a class of its own for the model type, the repository's code
+  is not used).
 """
 
 from __future__ import annotations
@@ -97,6 +103,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     if rope is None or rope.value != "attention":
         return
     evidence = [f"target: {ctx.target}", f"where: {rope.prov}"]
+    if runtime.native_over_remote:
+        evidence.append(tf.REMOTE_CODE_NOTE)
     if runtime.rotary_modules:
         evidence.append("rotary modules: " + ", ".join(runtime.rotary_modules))
     moved = tf.ROPE_MOVED_TO_MODEL.get(name)

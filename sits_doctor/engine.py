@@ -455,7 +455,7 @@ def runtime_row(plan: Plan) -> dict:
         "attention": value(rt.attention), "attention_source": source(rt.attention),
         "supports_sdpa": value(rt.supports_sdpa), "rope": value(rt.rope), "rope_source": source(rt.rope),
         "rotary_modules": list(rt.rotary_modules), "cache": value(rt.cache), "quantizer": value(rt.quantizer),
-        "custom_code": rt.custom_code,
+        "custom_code": rt.custom_code, "native_over_remote": rt.native_over_remote,
     }
 
 

@@ -154,7 +154,10 @@ class Runtime(NamedTuple):
     quantizer: Value | None = None  # the quantization integration that loads the checkpoint
     model_class: str | None = None
     how: str = ""  # "built with transformers 5.24.0 on the meta device" | "tables for transformers 5.24.0"
-    custom_code: bool = False  # the config names code from the model repository (never run)
+    custom_code: bool = False  # the config names code from the model repository (never run) and transformers has no class of its own
+    # the config names repository code (auto_map) but transformers has its own class for the model_type, which it
+    # uses unless trust_remote_code=True is passed (dynamic_module_utils.resolve_trust_remote_code): what is described
+    native_over_remote: bool = False
     # added for check_model (live models) and the attention rules; None where nothing says:
     dtype: Value | None = None  # the weights' dtype: "bfloat16", "float32" (fp32 SDPA has no flash kernel)
     device: Value | None = None  # where a live model's parameters are: "cuda:0", "cpu" (None when built on meta)

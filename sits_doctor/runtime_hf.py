@@ -45,11 +45,12 @@ def introspect(model) -> Runtime:
     version = transformers.__version__
     data = dict(model.data)
     how = f"built with transformers {version} on the meta device"
-    if tf.CUSTOM_CODE_KEY in data:
+    model_type = data.pop("model_type", None)
+    remote = data.pop(tf.CUSTOM_CODE_KEY, None) is not None
+    if remote and not _native(model_type):
         return Runtime(how=f"not built: the config names code from the model repository ({tf.CUSTOM_CODE_KEY}), "
                            "which sits-doctor never runs", custom_code=True)
     transformers.logging.set_verbosity_error()
-    model_type = data.pop("model_type", None)
     if not isinstance(model_type, str):
         return Runtime(how="not built: the config has no model_type")
     with warnings.catch_warnings():
@@ -64,7 +65,7 @@ def introspect(model) -> Runtime:
     if model.generation is not None and model.generation.data.get("cache_implementation"):
         cache = Value.default(model.generation.data["cache_implementation"], f"generation_config.json; {src}")
     runtime = read_built(built, src, layers=n_layers, quant=data.get("quantization_config"), cache=cache)
-    return runtime._replace(how=how, dtype=_load_dtype(built, version, src))
+    return runtime._replace(how=how, dtype=_load_dtype(built, version, src), native_over_remote=remote)
 
 
 def live(model) -> Runtime:
@@ -151,6 +152,13 @@ def _shrink(config) -> int:
                 setattr(text, name, value[:MAX_LAYERS])
         text.num_hidden_layers = n = MAX_LAYERS
     return n
+
+
+def _native(model_type) -> bool:
+    """Whether the installed transformers has its own config class for ``model_type``."""
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+    return isinstance(model_type, str) and model_type in CONFIG_MAPPING
 
 
 def _quantizer(quant, src: str) -> Value | None:

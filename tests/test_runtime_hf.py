@@ -73,9 +73,15 @@ def test_an_attention_implementation_written_in_config_json_wins():
 
 
 def test_custom_code_is_never_described_from_tables():
+    rt = tf.runtime_from_tables(_model({**CONFIGS["llama"], "model_type": "acme_lm", "auto_map": {"AutoModel": "x.Y"}}),
+                                tf.runtime_table()["transformers"])
+    assert rt.custom_code and rt.attention is None and rt.rope is None and not rt.native_over_remote
+
+
+def test_auto_map_on_a_native_type_is_described_as_the_native_class():
     rt = tf.runtime_from_tables(_model({**CONFIGS["llama"], "auto_map": {"AutoModel": "x.Y"}}),
                                 tf.runtime_table()["transformers"])
-    assert rt.custom_code and rt.attention is None and rt.rope is None
+    assert not rt.custom_code and rt.native_over_remote and rt.rope.value == "model"
 
 
 # --- introspection agrees with the tables ------------------------------------------------------------
@@ -129,8 +135,14 @@ def test_a_quantization_config_without_quant_method_is_refused():
 
 
 def test_introspection_never_builds_custom_code():
-    rt = runtime_hf.introspect(_model({**CONFIGS["llama"], "auto_map": {"AutoModelForCausalLM": "modeling_x.X"}}))
+    data = {**CONFIGS["llama"], "model_type": "acme_lm", "auto_map": {"AutoModelForCausalLM": "modeling_x.X"}}
+    rt = runtime_hf.introspect(_model(data))
     assert rt.custom_code and rt.model_class is None and "never runs" in rt.how
+
+
+def test_introspection_builds_the_native_class_a_config_with_auto_map_gets():
+    rt = runtime_hf.introspect(_model({**CONFIGS["llama"], "auto_map": {"AutoModelForCausalLM": "modeling_x.X"}}))
+    assert not rt.custom_code and rt.native_over_remote and rt.model_class == "LlamaForCausalLM"
 
 
 @pytest.mark.parametrize("family", sorted(CONFIGS))

@@ -702,6 +702,8 @@ RUNTIME_DATA = "hf_runtime.json"  # data/, written by tools/gen_hf_runtime.py: e
 ROPE_MOVED_TO_MODEL = {"llama": "4.43.0", "mistral": "4.48.0", "gemma2": "4.48.0", "phi3": "4.48.0"}
 ATTN_KEYS = ("attn_implementation", "_attn_implementation")  # a config.json that asks for an implementation
 CUSTOM_CODE_KEY = "auto_map"  # the config names classes in the model repository (trust_remote_code)
+REMOTE_CODE_NOTE = ("the config's auto_map code runs only with trust_remote_code=True; without it transformers uses its own "
+                    "class for this model_type (dynamic_module_utils.resolve_trust_remote_code)")
 DEFAULT_CACHE = "DynamicCache"  # what generate() builds when generation_config names no cache_implementation
 
 
@@ -734,7 +736,10 @@ def runtime_from_tables(model, version: str):
     at_table = V(version) >= V(known)
     src = f"tools/gen_hf_runtime.py: {model_type} built with transformers {known}" + (
         "" if V(version) == V(known) else f" (assumed for {version})")
-    custom = CUSTOM_CODE_KEY in data
+    # auto_map names repository code; without trust_remote_code=True transformers builds its own class when the
+    # model_type has one (resolve_trust_remote_code: local code wins, src/transformers/dynamic_module_utils.py@5.25.0)
+    remote = CUSTOM_CODE_KEY in data
+    custom = remote and entry is None
     asked = next((data[k] for k in ATTN_KEYS if isinstance(data.get(k), str)), None)
     attention = supports = rope = None
     modules: tuple[str, ...] = ()
@@ -756,4 +761,5 @@ def runtime_from_tables(model, version: str):
         attention=attention, supports_sdpa=supports, rope=rope, rotary_modules=modules,
         cache=Value.default(cache or DEFAULT_CACHE, "generation_config.json" if cache else "generate() default"),
         quantizer=None, model_class=_architecture(data), how=f"{TABLES_HOW} {version}", custom_code=custom,
+        native_over_remote=remote and not custom,
     )

@@ -77,6 +77,10 @@ def runtime_lines(rows: list[dict]) -> list[str]:
             lines.append(f"  generate() cache: {r['cache']}")
         if r["quantizer"] is not None:
             lines.append(f"  quantization: {r['quantizer']}")
+        if r.get("native_over_remote"):
+            from sits_doctor.frameworks.transformers import REMOTE_CODE_NOTE  # only with --runtime
+
+            lines.append(f"  repository code: {REMOTE_CODE_NOTE}")
     return lines
 
 

@@ -68,9 +68,22 @@ def test_unknown_placement_is_no_finding(tmp_path, monkeypatch):
 
 
 def test_custom_code_is_an_info(tmp_path, monkeypatch):
-    data = {**MISTRAL, "auto_map": {"AutoModelForCausalLM": "modeling_x.XForCausalLM"}}
+    """A model type transformers has no class for: only the repository's code can build it."""
+    data = {**MISTRAL, "model_type": "acme_lm", "auto_map": {"AutoModelForCausalLM": "modeling_x.XForCausalLM"}}
     (f,) = findings(tmp_path, monkeypatch, data, "transformers==4.47.1")
-    assert f.severity == Severity.INFO and "runs code from its repository (auto_map)" in f.message
+    assert f.severity == Severity.INFO and "acme_lm runs code from its repository (auto_map)" in f.message
+
+
+def test_auto_map_on_a_native_type_is_judged_as_the_native_class(tmp_path, monkeypatch):
+    """Phi-3's config names its repository code, but without trust_remote_code=True transformers
+    builds its own Phi3ForCausalLM (local code wins): judged like the native class."""
+    data = {**MISTRAL, "model_type": "phi3", "architectures": ["Phi3ForCausalLM"],
+            "auto_map": {"AutoConfig": "configuration_phi3.Phi3Config",
+                         "AutoModelForCausalLM": "modeling_phi3.Phi3ForCausalLM"}}
+    (f,) = findings(tmp_path, monkeypatch, data, "transformers==4.47.1")
+    assert f.severity == Severity.WARNING and "of phi3 again inside every attention layer" in f.message
+    assert any("runs only with trust_remote_code=True" in e for e in f.evidence)
+    assert findings(tmp_path / "new", monkeypatch, data, "transformers==5.24.0") == []
 
 
 def test_runtime_introspection_fires_the_same(tmp_path, monkeypatch):
