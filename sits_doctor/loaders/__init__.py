@@ -128,6 +128,13 @@ def _load(path: Path, explicit: bool, result: LoadResult, seen: set[Path], consu
         result.errors.append(err)
         return
     if not plans:
+        from sits_doctor.loaders.foreign import note, servers_in
+
+        servers = servers_in(text or "")
+        if servers:  # another inference server's deployment: read, and said to be unchecked
+            result.files_checked.append(display)
+            result.notices.append(Notice(display, note(servers)))
+            return
         if explicit:
             what = _why_unrecognized(docs)
             result.errors.append(InputError(display, f"not a recognized config{what}; expected {EXPECTED}"))

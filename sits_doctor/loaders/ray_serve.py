@@ -64,6 +64,8 @@ def rayservice_plans(doc: SourceDoc) -> list[Plan]:
 def plans(doc: SourceDoc) -> list[Plan]:
     out = []
     for pointer, config in llm_configs(doc.data):
+        if "sglang" in str(config.get("server_cls", "")).lower():
+            continue  # Ray Serve's SGLangServer: not vLLM (sits_doctor.loaders.foreign says so)
         loading = config["model_loading_config"]
         kwargs = config.get("engine_kwargs") if isinstance(config.get("engine_kwargs"), dict) else {}
         kw_pointer = join_pointer(pointer, "engine_kwargs")
