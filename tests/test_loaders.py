@@ -682,3 +682,23 @@ def test_compose_variables_are_not_taken_from_the_service_environment(tmp_path):
                     "    command: --model m --max-model-len ${LEN}\n", encoding="utf-8")
     (plan,) = load_paths([path]).plans
     assert plan.get("max_model_len").templated
+
+
+@pytest.mark.parametrize("data, read", [
+    ({"model_type": "llama"}, True),  # transformers loads it with LlamaConfig's defaults
+    ({"model_type": "qwen2", "torch_dtype": "bfloat16"}, True),
+    ({"model_type": "not_a_transformers_type"}, False),
+    ({"model_type": 7}, False),
+    ({"architectures": ["LlamaForCausalLM"]}, False),  # no model_type and no shape: nothing to size
+])
+def test_a_config_with_only_a_known_model_type_is_a_model_config(tmp_path, data, read):
+    import json
+
+    from sits_doctor.engine import CheckOptions, check
+
+    (tmp_path / "config.json").write_text(json.dumps(data))
+    report = check([tmp_path / "config.json"], CheckOptions(isolated=True))
+    assert bool(report.deployments) is read
+    if read:
+        dims = report.deployments[0].facts.model
+        assert dims.layers.value > 0 and "default of transformers" in str(dims.layers.prov)

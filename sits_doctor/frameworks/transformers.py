@@ -163,6 +163,12 @@ def _config_defaults() -> dict:
     return json.loads((Path(__file__).parent / "data" / CONFIG_DEFAULTS).read_text(encoding="utf-8"))
 
 
+def known_model_types() -> frozenset[str]:
+    """The model types whose config classes tools/gen_hf_config_defaults.py read."""
+    data = _config_defaults()
+    return frozenset(data["models"]) | frozenset(data["text_types"])
+
+
 def class_default(model, key: str):
     """The value transformers' config class gives ``key`` when config.json leaves it out (and
     vLLM, which loads configs through transformers): google/gemma-3-27b-it states no

@@ -36,7 +36,17 @@ def is_model_config(data: Any) -> bool:
     if not isinstance(data, dict) or _FOREIGN_KEYS & data.keys():
         return False
     has_identity = "architectures" in data or "model_type" in data
-    return has_identity and bool(_MODEL_KEYS & data.keys())
+    return has_identity and (bool(_MODEL_KEYS & data.keys()) or _known_model_type(data.get("model_type")))
+
+
+def _known_model_type(kind: Any) -> bool:
+    """A model_type transformers has a config class for: ``{"model_type": "llama"}`` alone loads
+    with LlamaConfig's defaults (AutoConfig.for_model), so it is a model config."""
+    if not isinstance(kind, str):
+        return False
+    from sits_doctor.frameworks.transformers import known_model_types
+
+    return kind in known_model_types()
 
 
 def is_generation_config(data: Any) -> bool:
