@@ -152,6 +152,47 @@ def _parser(name: str, description: str, usage: str) -> argparse.ArgumentParser:
                    allow_abbrev=False, formatter_class=_Formatter)
 
 
+STDIN = ("-", "/dev/stdin")  # paths that mean standard input (`helm template ... | sits-doctor check -`)
+
+
+def _add_paths(p: argparse.ArgumentParser, *, stdin: bool) -> None:
+    if stdin:
+        p.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                       help="Config files, or folders to walk (default: the current folder); '-' reads standard input.")
+        p.add_argument("--stdin-filename", metavar="NAME",
+                       help="The name standard input is checked under: its format (Dockerfile, *.sh, *.json), the "
+                            "settings file found for it and the path in the report (default: stdin).")
+    else:
+        p.add_argument("paths", nargs="*", default=["."], metavar="PATH",
+                       help="Config files, or folders to walk (default: the current folder).")
+
+
+def _stdin(a: argparse.Namespace) -> tuple[list[str], dict | None]:
+    """The paths to check, with standard input (``-`` or ``/dev/stdin``) read once and checked
+    under ``--stdin-filename`` (a ValueError says what is wrong)."""
+    from pathlib import Path
+
+    paths = list(a.paths)
+    named = [p for p in paths if p in STDIN]
+    if not named:
+        if a.stdin_filename:
+            raise ValueError(f"{PROG}: error: --stdin-filename needs '-' among the paths")
+        return paths, None
+    if len(named) > 1:
+        raise ValueError(f"{PROG}: error: standard input can be read only once; name '-' once")
+    from sits_doctor.errors import InputError
+    from sits_doctor.source import read_stream
+
+    name = a.stdin_filename or "stdin"
+    if name in STDIN or os.path.isdir(name):
+        raise ValueError(f"{PROG}: error: --stdin-filename {name!r}: give the file name to check standard input as")
+    try:
+        text = read_stream(sys.stdin.buffer, name)
+    except InputError as err:
+        raise ValueError(str(err)) from None
+    return [name if p in STDIN else p for p in paths], {Path(name).resolve(): text}
+
+
 def _add_selection(p: argparse.ArgumentParser) -> None:
     p.add_argument("--select", action="append", default=[], metavar="CODES", help="Only these rules (codes or prefixes, comma-separated).")
     p.add_argument("--extend-select", action="append", default=[], metavar="CODES", help="Add rules to the selection.")
@@ -176,7 +217,7 @@ def _add_sources(p: argparse.ArgumentParser) -> None:
 def _check_parser() -> argparse.ArgumentParser:
     p = _parser("check", "Check config files and folders. Exit 0 clean, 1 findings, 2 unusable input, 3 internal error.",
                 "[OPTIONS] PATH...")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="Config files, or folders to walk.")
+    _add_paths(p, stdin=True)
     p.add_argument("--format", dest="fmt", choices=FORMATS, default="text", help="Report format (default: text).")
     p.add_argument("-o", "--output", type=_file_to_write, metavar="FILE", help="Write the report here.")
     _add_selection(p)
@@ -207,15 +248,20 @@ def _check(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.reporters import render
     from sits_doctor.reporters.text import diagnostics
 
-    options = _options(a, gpu=a.gpu, gpu_memory=a.gpu_memory, baseline=a.baseline, write_baseline=a.write_baseline,
-                       runtime=a.runtime)
     try:
-        report = run_check(list(a.paths), options)
+        paths, texts = _stdin(a)
+    except ValueError as exc:
+        _err(str(exc))
+        return 2
+    options = _options(a, gpu=a.gpu, gpu_memory=a.gpu_memory, baseline=a.baseline, write_baseline=a.write_baseline,
+                       runtime=a.runtime, texts=texts)
+    try:
+        report = run_check(paths, options)
         color = a.fmt == "text" and a.output is None and _color_wanted()
         text = render(report, a.fmt, color=color, quiet=a.quiet, statistics=a.statistics)
     except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
         return _internal_error(exc, a.debug)
-    if a.output and _is_input(a.output, list(a.paths) + report.files_checked):
+    if a.output and _is_input(a.output, paths + report.files_checked):
         _err(f"{a.output}: error: refusing to write the report over a file being checked")
         return 2
     if a.output:
@@ -264,7 +310,7 @@ def _fix_parser() -> argparse.ArgumentParser:
     p = _parser("fix", "Fix what can be fixed: print the diff, or write it with --apply. Exit 0 when nothing fails "
                        "after the fixes (and, without --apply, nothing would change), 1 otherwise, 2 unusable input, "
                        "3 internal error.", "[OPTIONS] PATH...")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="Config files, or folders to walk.")
+    _add_paths(p, stdin=False)
     p.add_argument("--apply", dest="do_apply", action="store_true", help="Write the fixes (atomically). Without it, print the diff and change nothing.")
     p.add_argument("--unsafe-fixes", action="store_true", help="Also apply fixes that change behaviour (shown as unsafe).")
     p.add_argument("--exit-non-zero-on-fix", action="store_true", help="Exit 1 when anything was fixed, even if nothing remains.")
@@ -311,7 +357,7 @@ def _fix(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
 def _capacity_parser() -> argparse.ArgumentParser:
     p = _parser("capacity", "Will it fit, and how many requests at once: KV bytes per token, weights, the KV pool "
                             "and the startup check, from the configs alone.", "[OPTIONS] PATH...")
-    p.add_argument("paths", nargs="+", metavar="PATH", help="Config files, or folders to walk.")
+    _add_paths(p, stdin=True)
     p.add_argument("--gpu", type=_gpu, metavar="NAME[xN]", help="The GPU, e.g. H100, A100-40GB, RTX4090, H100-80GBx4.")
     p.add_argument("--gpu-memory", type=_memory_size, metavar="SIZE",
                    help="Total memory per GPU as the framework sees it (vLLM logs total_gpu_memory), e.g. 79.19GiB; "
@@ -332,9 +378,14 @@ def _capacity(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.reporters.capacity_text import render
 
     try:
-        report = check(list(a.paths), CheckOptions(
+        paths, texts = _stdin(a)
+    except ValueError as exc:
+        _err(str(exc))
+        return 2
+    try:
+        report = check(paths, CheckOptions(
             ignore=["SITS"], targets=list(a.targets), model_config=a.model_config, gpu=a.gpu, gpu_memory=a.gpu_memory,
-            config=a.config_file, isolated=a.isolated, debug=a.debug))
+            config=a.config_file, isolated=a.isolated, debug=a.debug, texts=texts))
         rows = [for_plan(plan) for plan in report.deployments if plan.framework != "hf"]
     except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
         return _internal_error(exc, a.debug)

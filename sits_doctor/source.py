@@ -173,6 +173,24 @@ def read_text(path: Path, display: str) -> str:
         raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
     if len(raw) > MAX_FILE_BYTES:
         raise InputError(display, f"file grew past the limit while being read: {too_big}")
+    return decode_text(raw, display)
+
+
+def read_stream(stream, display: str) -> str:
+    """Read standard input (a binary stream) as :func:`read_text` reads a file: at most the size
+    limit, UTF-8 only, no binary."""
+    try:
+        raw = stream.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise InputError(display, f"cannot read standard input: {exc.strerror or exc}") from None
+    if len(raw) > MAX_FILE_BYTES:
+        raise InputError(display, f"standard input is over the {MAX_FILE_BYTES // 2**20} MiB limit for a config file")
+    return decode_text(raw, display)
+
+
+def decode_text(raw: bytes, display: str) -> str:
+    """Bytes of a config as text: UTF-8 (a byte-order mark dropped); UTF-16, binary, invalid
+    UTF-8 and git conflict markers refused."""
     if raw.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise InputError(display, "file is UTF-16 encoded; save it as UTF-8")
     if b"\x00" in raw[:8192]:

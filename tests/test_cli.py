@@ -739,3 +739,77 @@ def test_rules_text_columns_line_up(tmp_path):
     lines = [line for line in r.stdout.splitlines() if line.strip()]
     severity_at = {line.index(sev) for line in lines for sev in ("error", "warning") if f"  {sev} " in line}
     assert len(severity_at) == 1  # the longest name does not push its severity out of the column
+
+
+# --- standard input and the default path --------------------------------------------------------
+
+RENDERED = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: v}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        args: ["--model", "meta-llama/Llama-3.1-8B-Instruct", "--num-scheduler-steps", "8"]
+"""
+
+
+def _stdin(monkeypatch, text: str) -> None:
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+
+
+@pytest.mark.parametrize("path", ["-", "/dev/stdin"])
+def test_check_reads_standard_input(tmp_path, monkeypatch, path):
+    """`helm template ... | sits-doctor check -`: checked as a file named stdin."""
+    _stdin(monkeypatch, RENDERED)
+    result = run_cli("check", path, "--isolated", cwd=tmp_path)
+    assert result.exit_code == 1
+    assert result.stdout.startswith("stdin:10:63: SITS204 [error] --num-scheduler-steps")
+
+
+def test_stdin_filename_names_the_input_and_picks_its_settings(tmp_path, monkeypatch):
+    write(tmp_path, "charts/.sits-doctor.toml", 'ignore = ["SITS204"]\n')
+    _stdin(monkeypatch, RENDERED)
+    result = run_cli("check", "-", "--stdin-filename", "charts/rendered.yaml", cwd=tmp_path)
+    assert result.exit_code == 0, result.stdout + result.stderr  # the settings beside the name apply
+    _stdin(monkeypatch, RENDERED)
+    result = run_cli("check", "-", "--stdin-filename", "rendered.yaml", "--isolated", cwd=tmp_path)
+    assert result.stdout.startswith("rendered.yaml:10:63: SITS204")
+
+
+def test_stdin_as_a_script_by_its_name(tmp_path, monkeypatch):
+    _stdin(monkeypatch, "vllm serve meta-llama/Llama-3.1-8B-Instruct --swap-space 4\n")
+    result = run_cli("check", "-", "--stdin-filename", "start.sh", "--isolated", cwd=tmp_path)
+    assert "start.sh:1:" in result.stdout and "--swap-space" in result.stdout
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-", "-"], "standard input can be read only once"),
+    (["fixtures", "--stdin-filename", "x.yaml"], "--stdin-filename needs '-' among the paths"),
+])
+def test_stdin_misuse_is_a_usage_error(tmp_path, monkeypatch, args, message):
+    _stdin(monkeypatch, RENDERED)
+    (tmp_path / "fixtures").mkdir()
+    result = run_cli("check", *args, "--isolated", cwd=tmp_path)
+    assert result.exit_code == 2 and message in result.stderr
+
+
+def test_binary_standard_input_is_refused(tmp_path, monkeypatch):
+    import io
+    import sys
+
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\x00\x01binary")))
+    result = run_cli("check", "-", "--isolated", cwd=tmp_path)
+    assert result.exit_code == 2 and "stdin: error: binary file" in result.stderr
+
+
+def test_the_path_defaults_to_the_current_folder(tmp_path):
+    write(tmp_path, "deploy/serve.yaml", "model: meta-llama/Llama-3.1-8B-Instruct\nswap-space: 4\n")
+    result = run_cli("check", "--isolated", cwd=tmp_path)
+    assert result.exit_code == 1 and "deploy/serve.yaml:2:1: SITS204" in result.stdout
+    assert run_cli("capacity", "--isolated", cwd=tmp_path).exit_code in (0, 1)

@@ -67,7 +67,7 @@ def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None
         if path.is_dir():
             for file, key in _walk(path, result):
                 _load(file, False, result, seen, consumed, key)
-        elif path.exists():
+        elif path.exists() or (result.texts and path.resolve() in result.texts):  # a file, or standard input named
             _load(path, not skip_unrecognized, result, seen, consumed)
         elif path.is_symlink():
             result.errors.append(InputError(str(given), "cannot read: a symbolic link to nothing (broken or a loop)"))
