@@ -5,7 +5,10 @@ the findings recorded there and lists the entries that no longer match anything 
 them). Like SARIF fingerprints, an entry is keyed by what the finding is about, never by where
 it sits in the file: the rule code, the file's path relative to a root (the baseline's folder),
 the JSON Pointer of the value, and a short hash of that value. Lines can move (a comment added
-above) without invalidating the baseline; changing the value makes the finding new again.
+above) without invalidating the baseline; changing the value makes the finding new again. An
+option written as command-line words (an ``args`` list, an ``sh -c`` string, a script) is keyed
+by the command's pointer and the option's own words (``--swap-space 4``), so editing another flag
+of the same command leaves it baselined.
 
 An entry carries a ``count``: two findings with the same key (identical documents in one
 multi-document file) need two matches. Messages are stored for the humans who read the file;
@@ -94,6 +97,9 @@ def docs_reader() -> DocsOf:
 def entry_key(finding: Any, root: Path, docs_of: DocsOf) -> BaselineKey:
     """The line-independent identity of a finding: (code, path from ``root``, pointer, value hash)."""
     loc = finding.location
+    pointer, words = finding.identity()
+    if words:  # an option among a command's words: its own words, not the whole command
+        return BaselineKey(finding.code, relative_path(loc.file, root), pointer, value_hash(words))
     doc = next((d for d in docs_of(loc.file) if d.index == loc.doc_index), None)
     value = ABSENT if doc is None else _resolve(doc.data, loc.pointer)
     return BaselineKey(finding.code, relative_path(loc.file, root), loc.pointer, value_hash(value))

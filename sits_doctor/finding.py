@@ -69,6 +69,17 @@ class Finding(NamedTuple):
     fix_hint: str | None = None
     fixes: tuple[Fix, ...] = ()
     impact: dict[str, Any] | None = None  # measured cost: a later issue
+    # For an option written as command-line words (an args list, a shell string, a script): where the command
+    # is (the list's or the string's pointer; "" in a script, whose word index moves with every edit) and the
+    # option's own words. Baselines and SARIF fingerprints key on these, so editing another flag of the same
+    # command does not make this finding new.
+    subject: tuple[str, str] | None = None
+
+    def identity(self) -> tuple[str, str]:
+        """(pointer, what to hash) that identify this finding across edits elsewhere in its file."""
+        if self.subject is not None:
+            return self.subject
+        return self.location.pointer, ""
 
     def render(self) -> str:
         loc = self.location

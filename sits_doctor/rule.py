@@ -45,7 +45,23 @@ class Rule(NamedTuple):
             evidence=tuple(evidence),
             fix_hint=fix_hint,
             fixes=tuple(f for f in fixes if f is not None),
+            subject=command_subject(at) if isinstance(at, Setting) else None,
         )
+
+
+def command_subject(setting: Setting) -> tuple[str, str] | None:
+    """(the command's pointer, the option's words) of a setting written as command-line words
+    (sits_doctor.finding.Finding.subject); None for a mapping key or a default."""
+    site = setting.site
+    if site is None or site.kind not in ("argv", "shell") or not site.words:
+        return None
+    words = " ".join(w.text for w in site.words)
+    pointer = site.words[0].pointer or site.pointer
+    if site.kind == "argv":  # one list item per word: the list, not the item's index, stays put
+        pointer = pointer.rsplit("/", 1)[0]
+    elif site.doc is not None and site.doc.fmt in ("shell", "dockerfile"):
+        pointer = ""  # a script's pointers are word indexes
+    return pointer, words
 
 
 def closest(word: str, known, cutoff: float = 0.75) -> str | None:

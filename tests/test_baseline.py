@@ -284,3 +284,76 @@ def test_an_unreadable_baseline_is_an_input_error(tmp_path):
     with pytest.raises(InputError) as err:
         baseline.load(tmp_path / "nope.json")
     assert str(err.value) == f"{tmp_path / 'nope.json'}: error: cannot read the baseline: No such file or directory"
+
+
+# --- options among a command's words ------------------------------------------------------------
+
+STS = """apiVersion: apps/v1
+kind: StatefulSet
+metadata: {{name: v}}
+spec:
+  template:
+    spec:
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.11.0
+        command: ["sh", "-c"]
+        args:
+          - |
+            vllm serve mistralai/Mistral-7B-Instruct-v0.3 \\
+              --num-scheduler-steps 8 \\
+              --port {port}
+      - name: vllm2
+        image: vllm/vllm-openai:v0.11.0
+        args: [{extra}"--model", "m", "--max-seq-len-to-capture", "8192"]
+"""
+SCRIPT = "#!/bin/sh\n{extra}vllm serve m --num-scheduler-steps 8 --port {port}\n"
+
+
+def _check_with(tmp_path, name: str, text: str, **opts):
+    from sits_doctor.engine import CheckOptions, check
+
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    return check([tmp_path / name], CheckOptions(isolated=True, select=["SITS204"], targets=["vllm==0.11.0"], **opts))
+
+
+@pytest.mark.parametrize("name, text, edits", [
+    ("sts.yaml", STS, [{"port": 8001, "extra": '"--host", "0.0.0.0", '}]),  # another flag of the same commands
+    ("serve.sh", SCRIPT, [{"port": 8001, "extra": ""}, {"port": 8000, "extra": "export A=1\n"}]),
+])
+def test_editing_another_flag_of_the_command_keeps_the_baseline(tmp_path, monkeypatch, name, text, edits):
+    """An unrelated edit in the same `sh -c` string, args list or script (a --port change, a
+    word inserted before) leaves the recorded findings recorded: the key is the option's words."""
+    monkeypatch.chdir(tmp_path)
+    written = _check_with(tmp_path, name, text.format(port=8000, extra=""), write_baseline="b.json")
+    assert written.findings
+    for edit in edits:
+        report = _check_with(tmp_path, name, text.format(**edit), baseline="b.json")
+        assert report.findings == [] and report.baselined == len(written.findings), edit
+        assert not [n for n in report.notices if "stale baseline entry" in n.message]
+
+
+def test_changing_the_option_itself_makes_it_new(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _check_with(tmp_path, "serve.sh", SCRIPT.format(port=8000, extra=""), write_baseline="b.json")
+    report = _check_with(tmp_path, "serve.sh", SCRIPT.format(port=8000, extra="").replace("--num-scheduler-steps 8",
+                                                                                          "--num-scheduler-steps 4"),
+                         baseline="b.json")
+    assert [f.code for f in report.findings] == ["SITS204"]
+
+
+def test_sarif_fingerprints_survive_an_unrelated_flag_edit(tmp_path, monkeypatch):
+    import json as _json
+
+    from sits_doctor.reporters import render
+
+    monkeypatch.chdir(tmp_path)
+
+    def prints(text):
+        report = _check_with(tmp_path, "sts.yaml", text)
+        return sorted(r["partialFingerprints"]["primaryLocationLineHash"]
+                      for r in _json.loads(render(report, "sarif"))["runs"][0]["results"])
+
+    before = prints(STS.format(port=8000, extra=""))
+    assert len(before) == 2 and len(set(before)) == 2
+    assert prints(STS.format(port=9000, extra='"--host", "0.0.0.0", ')) == before

@@ -1,8 +1,9 @@
 """SARIF 2.1.0 for GitHub code scanning (shared/research/linter-anchors.md §3).
 
 Rule metadata with help text from each rule's docs; repository-relative URIs under
-``%SRCROOT%``; regions from line 1; ``partialFingerprints`` from rule + path + JSON Pointer (never
-line numbers, so alerts survive edits elsewhere in the file); ``security-severity`` as a string
+``%SRCROOT%``; regions from line 1; ``partialFingerprints`` from rule + path + JSON Pointer, and for
+an option among a command's words the command's pointer and the option's words (never line
+numbers or word indexes, so alerts survive edits elsewhere in the file); ``security-severity`` as a string
 for SITS3xx rules; input errors as tool execution notifications.
 """
 
@@ -70,7 +71,9 @@ def render(report: Report) -> str:
     for f in report.findings:
         location = artifact(f.location.file, root)
         uri = location["uri"]
-        base = hashlib.sha256(f"{f.code}\0{uri}\0{f.location.doc_index}\0{f.location.pointer}".encode()).hexdigest()[:32]
+        pointer, words = f.identity()
+        key = f"{f.code}\0{uri}\0{f.location.doc_index}\0{pointer}" + (f"\0{words}" if words else "")
+        base = hashlib.sha256(key.encode()).hexdigest()[:32]
         seen[base] += 1
         text = f.message + (f"\nhelp: {f.fix_hint}" if f.fix_hint else "")
         result = {
