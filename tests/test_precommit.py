@@ -39,10 +39,25 @@ def git(*args: str, cwd: Path) -> None:
 
 def test_hooks_file_declares_check_and_fix():
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
-    assert [(h["id"], h["entry"], h["language"], h["types_or"], h["require_serial"]) for h in hooks] == [
-        ("sits-doctor", "sits-doctor check --skip-unrecognized", "python", ["json", "yaml"], False),
-        ("sits-doctor-fix", "sits-doctor fix --apply --exit-non-zero-on-fix --skip-unrecognized", "python", ["json", "yaml"], False),
+    assert [(h["id"], h["entry"], h["language"], h["types"], h["require_serial"]) for h in hooks] == [
+        ("sits-doctor", "sits-doctor check --skip-unrecognized", "python", ["text"], False),
+        ("sits-doctor-fix", "sits-doctor fix --apply --exit-non-zero-on-fix --skip-unrecognized", "python", ["text"], False),
     ]
+
+
+@pytest.mark.parametrize("name, passed", [
+    ("deploy/serve.yaml", True), ("values.yml", True), ("config.json", True), ("start.sh", True),
+    ("run.bash", True), ("Dockerfile", True), ("docker/Dockerfile.cuda", True), ("api.Dockerfile", True),
+    ("Containerfile", True), ("models/llama/config.pbtxt", True), ("scripts/entrypoint", True),  # #! scripts
+    ("README.md", False), ("notes.txt", False), ("setup.cfg", False), ("src/app.py", False),
+])
+def test_the_hooks_get_every_format_sits_doctor_reads(name, passed):
+    """The files regex pre-commit matches (with `types: [text]`): every format the loaders read,
+    shell scripts without a suffix included (the loader tells them by their #! line)."""
+    import re
+
+    for hook in yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")):
+        assert bool(re.search(hook["files"], name)) is passed, (hook["id"], name)
 
 
 def test_the_documented_config_names_these_hooks():
