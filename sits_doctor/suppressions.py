@@ -485,13 +485,16 @@ def _entry_problems(ignores: IgnoreFile, texts: Mapping[str, str], used: set[tup
     for n, entry in enumerate(ignores.entries):
         what = f"[[ignore]] {entry.code} at {entry.path} {entry.pointer or '(whole document)'}"
         line = entry.line or 1
+        covers = any(entry.pattern.fullmatch(rel) for rel in checked)
+        if not covers:
+            continue  # an entry about files this run does not check says nothing about this run
         if entry.expires is not None and today >= entry.expires:
             problems.append(Problem(
                 ignores.shown, line, 1,
                 f"expired suppression: {what} expired on {entry.expires.isoformat()}; the findings it "
                 "covered are reported again (fix them, or renew the entry with a new date)", "expired",
             ))
-        elif (ignores.path, n) not in used and any(entry.pattern.fullmatch(rel) for rel in checked):
+        elif (ignores.path, n) not in used:
             problems.append(Problem(ignores.shown, line, 1, f"unused suppression: {what} matched no finding", "unused"))
     return problems
 

@@ -428,6 +428,14 @@ def test_an_entry_stops_working_on_its_expiry_date_and_is_reported(project, toda
     assert result.problems == ([] if works else [expired])
 
 
+def test_an_expired_entry_is_reported_only_when_a_file_it_covers_is_checked(project):
+    """Checking one file of a repository does not report expired entries about others."""
+    ignore_file(project, entry(path="models/other/genai_config.json", extra="expires = 2020-01-31\n"))
+    f = genai_finding()
+    result = run({GENAI_FILE: GENAI}, [f], date(2027, 1, 1))
+    assert result.kept == [f] and result.problems == []
+
+
 def test_an_unused_entry_is_reported_at_its_header_line(project):
     ignore_file(project, "# accepted findings\n\n" + entry() + "\n" + entry(pointer="/searchx", reason="legacy"))
     f = genai_finding()
