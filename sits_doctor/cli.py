@@ -137,13 +137,12 @@ class _Formatter(argparse.HelpFormatter):
 
 
 def _memory_size(text: str) -> float:
-    import re
+    from sits_doctor.memory import parse_size
 
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GiB|GB|MiB|MB|TiB)\s*", text, re.IGNORECASE)
-    if not m:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a size such as 79.19GiB or 81920MiB")
-    unit = {"gib": 2**30, "gb": 1e9, "mib": 2**20, "mb": 1e6, "tib": 2**40}[m.group(2).lower()]
-    return float(m.group(1)) * unit
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _parser(name: str, description: str, usage: str) -> argparse.ArgumentParser:

@@ -170,8 +170,12 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
     """Check config files and folders; the Python API behind ``sits-doctor check``."""
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    opts = _as_lists(options or CheckOptions())
     report = Report()
+    try:
+        opts = _as_lists(options or CheckOptions())
+    except InputError as err:
+        report.errors.append(err)
+        return report
     clear_caches()
     try:
         for selectors, what in ((opts.select or (), "--select"), (opts.ignore, "--ignore"), (opts.extend_select, "--extend-select")):
@@ -493,10 +497,30 @@ def _invalid_model(plan: Plan) -> list[InputError]:
 
 
 def _as_lists(opts: CheckOptions) -> CheckOptions:
-    """A single string where a list is expected (``select="SITS204"``) is one item, not letters."""
-    changes = {name: [value] for name in ("select", "extend_select", "ignore", "targets")
-               if isinstance(value := getattr(opts, name), str)}
-    return opts._replace(**changes) if changes else opts
+    """The values the command line accepts, accepted here too: a string where a list is expected
+    (``select="SITS204"``) is one item, not letters, and commas split it as ``--select A,B`` does;
+    ``fail_on="warning"``; ``gpu_memory="79.19GiB"``. A value of the wrong kind is an InputError."""
+    changes: dict = {}
+    for name in ("select", "extend_select", "ignore", "targets"):
+        value = getattr(opts, name)
+        if isinstance(value, str):
+            value = [value]
+        if value is not None and name != "targets":
+            value = [v.strip() for item in value for v in str(item).split(",") if v.strip()]
+        changes[name] = value
+    if isinstance(opts.fail_on, str):
+        try:
+            changes["fail_on"] = Severity(opts.fail_on.lower())
+        except ValueError:
+            raise InputError("<arguments>", f"fail_on {opts.fail_on!r}: expected error, warning or info") from None
+    if isinstance(opts.gpu_memory, str):
+        from sits_doctor.memory import parse_size
+
+        try:
+            changes["gpu_memory"] = parse_size(opts.gpu_memory)
+        except ValueError as exc:
+            raise InputError("<arguments>", f"gpu_memory {exc}") from None
+    return opts._replace(**changes)
 
 
 def _relative_to(path: str | None, root: Path | None) -> str | None:

@@ -215,3 +215,15 @@ def _b(b: float) -> str:
 
 def _fmt(n: float) -> str:
     return f"{n / 1024:.1f} KiB" if n >= 1024 else f"{n:.0f} B"
+
+
+def parse_size(text: str) -> float:
+    """Bytes of a memory size as the command line writes it: ``79.19GiB``, ``81920MiB``, ``80GB``
+    (a ValueError names what is wrong)."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(GiB|GB|MiB|MB|TiB)\s*", text, re.IGNORECASE)
+    if not m:
+        raise ValueError(f"{text!r}: expected a size such as 79.19GiB or 81920MiB")
+    unit = {"gib": 2**30, "gb": 1e9, "mib": 2**20, "mb": 1e6, "tib": 2**40}[m.group(2).lower()]
+    return float(m.group(1)) * unit
