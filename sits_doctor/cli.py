@@ -228,6 +228,9 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--write-baseline", type=_file_to_write, metavar="FILE", help="Record the current findings in this baseline file.")
     p.add_argument("--skip-unrecognized", action="store_true", help="Skip named files that hold no recognized config instead of failing (for pre-commit).")
     p.add_argument("--show-skipped", action="store_true", help="List the files skipped as not a recognized config, and why.")
+    p.add_argument("--show-settings", action="store_true",
+                   help="Print the settings that apply to the first PATH (the file found, each value, the command "
+                        "line's overrides) and exit.")
     p.add_argument("--runtime", action="store_true",
                    help="For Hugging Face model configs, build the model with the installed transformers on the meta "
                         "device (no weights, no download) and report what runs: attention, RoPE placement, cache.")
@@ -247,6 +250,8 @@ def _check(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.reporters import render
     from sits_doctor.reporters.text import diagnostics
 
+    if a.show_settings:
+        return _show_settings(a)
     try:
         paths, texts = _stdin(a)
     except ValueError as exc:
@@ -276,6 +281,55 @@ def _check(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     if diag:
         _err(diag)
     return report.exit_code
+
+
+def _show_settings(a: argparse.Namespace) -> int:
+    """``check --show-settings``: the settings the first path is checked with."""
+    from pathlib import Path
+
+    from sits_doctor.errors import InputError
+    from sits_doctor.settings import DEFAULT_EXCLUDE, ProjectSettings, find_config, load_settings
+
+    first = a.stdin_filename if a.paths[0] in STDIN and a.stdin_filename else a.paths[0]
+    try:
+        if a.isolated:
+            found, settings = None, ProjectSettings()
+        elif a.config_file:
+            found = Path(a.config_file)
+            settings = load_settings(found)
+        else:
+            found = find_config(Path(first))
+            settings = load_settings(found) if found else ProjectSettings()
+    except InputError as err:
+        _err(str(err))
+        return 2
+    why = "--isolated" if a.isolated else "--config" if a.config_file else "none found; defaults"
+    from sits_doctor.source import display_path
+
+    rows = [("path", first), ("settings file", display_path(found) if found else f"({why})")]
+    for name in ("select", "extend_select", "ignore", "fail_on", "target", "per_file_ignores", "model_config_path",
+                 "gpu", "exclude", "extend_exclude"):
+        value = getattr(settings, name)
+        if name == "exclude" and value is None:
+            value = f"{list(DEFAULT_EXCLUDE)} (default)"
+        elif name == "fail_on":
+            value = value.value if value is not None else "warning (default)"
+        elif name == "select" and value is None:
+            value = "ALL (default)"
+        elif name == "per_file_ignores":
+            value = dict(value)
+        else:
+            value = list(value) if isinstance(value, (list, tuple)) else value
+        rows.append((name.replace("_path", "").replace("_", "-"), value))
+    overrides = [(flag, v) for flag, v in (("--select", _split(a.select)), ("--extend-select", _split(a.extend_select)),
+                                           ("--ignore", _split(a.ignore)), ("--fail-on", a.fail_on),
+                                           ("--target", list(a.targets)), ("--gpu", a.gpu),
+                                           ("--model-config", a.model_config)) if v]
+    width = max(len(k) for k, _ in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    lines += ["command line (wins over the file):"] + [f"  {flag} {v}" for flag, v in overrides] if overrides else []
+    _out("\n".join(lines))
+    return 0
 
 
 def _options(a: argparse.Namespace, **more):

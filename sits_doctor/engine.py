@@ -200,7 +200,16 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
         return report
     report.fail_on = opts.fail_on or base_settings.fail_on or Severity.WARNING
 
-    loaded = load_paths(paths, opts.texts, skip_unrecognized=opts.skip_unrecognized)
+    def exclude_for(folder: Path):
+        if opts.isolated or opts.config:
+            return base_settings.excluded
+        found = find_config(folder)
+        try:
+            return (load_settings(found) if found else ProjectSettings()).excluded
+        except InputError:
+            return ProjectSettings().excluded  # the settings error is reported with the files' selection
+
+    loaded = load_paths(paths, opts.texts, skip_unrecognized=opts.skip_unrecognized, exclude_for=exclude_for)
     report.errors += loaded.errors
     report.notices += loaded.notices
     report.files_checked = loaded.files_checked

@@ -4,7 +4,11 @@ Like ruff, the closest config file above each checked file wins (no merging); co
 options override it. Keys (kebab-case): ``select``, ``extend-select``, ``ignore``, ``fail-on``,
 ``target`` (list of ``NAME==VERSION``), ``per-file-ignores`` (glob → codes, globs relative to the
 config file's folder), ``model-config``, ``gpu`` (``NAME[xN]`` from the GPU catalog: the GPU the
-deployments under this folder run on).
+deployments under this folder run on), ``exclude`` (globs of files and folders a directory walk
+leaves out, replacing the default: hidden ones, ``node_modules``, ``__pycache__``,
+``site-packages``) and ``extend-exclude`` (added to it). A glob without ``/`` matches a file or
+folder name anywhere below; one with ``/`` matches the path from the settings file's folder.
+Files named on the command line are always checked.
 """
 
 import fnmatch
@@ -34,6 +38,8 @@ class ProjectSettings(NamedTuple):
     per_file_ignores: Mapping[str, Sequence[str]] = MappingProxyType({})
     model_config_path: str | None = None
     gpu: str | None = None
+    exclude: Sequence[str] | None = None  # None: DEFAULT_EXCLUDE
+    extend_exclude: Sequence[str] = ()
     root: Path | None = None  # folder of the config file
     source: str | None = None  # the config file itself
 
@@ -51,6 +57,29 @@ class ProjectSettings(NamedTuple):
             if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(path.name, pattern):
                 out.update(codes)
         return out
+
+
+    def excluded(self, path: Path) -> bool:
+        """Whether a directory walk leaves ``path`` (a file or folder; a folder's contents go with it) out."""
+        patterns = [*(DEFAULT_EXCLUDE if self.exclude is None else self.exclude), *self.extend_exclude]
+        rel = None
+        for pattern in patterns:
+            bare = pattern.strip("/")
+            if "/" not in bare:
+                if fnmatch.fnmatchcase(path.name, bare):
+                    return True
+                continue
+            if rel is None:
+                try:
+                    rel = path.resolve().relative_to((self.root or Path.cwd()).resolve()).as_posix()
+                except ValueError:
+                    rel = ""
+            if rel and fnmatch.fnmatchcase(rel, bare):
+                return True
+        return False
+
+
+DEFAULT_EXCLUDE = (".*", "node_modules", "__pycache__", "site-packages")  # hidden files and folders, installed packages
 
 
 def find_config(start: Path) -> Path | None:
@@ -146,6 +175,8 @@ def _schema():
         per_file_ignores: dict[str, list[str]] = Field(default_factory=dict)
         model_config_path: str | None = Field(default=None, alias="model-config")
         gpu: str | None = None
+        exclude: list[str] | None = None
+        extend_exclude: list[str] = Field(default_factory=list)
 
     return SettingsFile
 

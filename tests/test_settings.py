@@ -394,3 +394,54 @@ def test_settings_errors_name_the_line(tmp_path):
     r = run_cli("check", "serve.yaml", cwd=tmp_path)
     assert r.exit_code == 2
     assert ".sits-doctor.toml:3:1: error: invalid TOML: Unclosed array" in r.stderr
+
+
+# --- exclude / extend-exclude -------------------------------------------------------------------
+
+BAD_SERVE = "model: meta-llama/Llama-3.1-8B-Instruct\nswap-space: 4\n"
+
+
+def _walked(tmp_path, settings: str | None) -> list[str]:
+    from sits_doctor.engine import CheckOptions, check
+
+    for name in ("deploy/a.yaml", "deploy/vendor/b.yaml", "charts/rendered/c.yaml", ".hidden/d.yaml",
+                 "node_modules/e.yaml"):
+        write(tmp_path, name, BAD_SERVE)
+    if settings is not None:
+        write(tmp_path, ".sits-doctor.toml", settings)
+    report = check([tmp_path], CheckOptions())
+    return sorted(Path(f).relative_to(tmp_path).as_posix() for f in report.files_checked)
+
+
+def test_the_default_walk_leaves_out_hidden_folders_and_installed_packages(tmp_path):
+    assert _walked(tmp_path, None) == ["charts/rendered/c.yaml", "deploy/a.yaml", "deploy/vendor/b.yaml"]
+
+
+def test_extend_exclude_adds_to_the_default(tmp_path):
+    found = _walked(tmp_path, 'extend-exclude = ["vendor", "charts/rendered"]\n')
+    assert found == ["deploy/a.yaml"]
+
+
+def test_exclude_replaces_the_default(tmp_path):
+    found = _walked(tmp_path, 'exclude = ["vendor"]\n')
+    assert found == [".hidden/d.yaml", "charts/rendered/c.yaml", "deploy/a.yaml", "node_modules/e.yaml"]
+
+
+def test_a_file_named_on_the_command_line_is_checked_even_if_excluded(tmp_path):
+    from sits_doctor.engine import CheckOptions, check
+
+    write(tmp_path, "vendor/b.yaml", BAD_SERVE)
+    write(tmp_path, ".sits-doctor.toml", 'extend-exclude = ["vendor"]\n')
+    assert check([tmp_path / "vendor" / "b.yaml"], CheckOptions()).findings
+
+
+def test_show_settings_prints_the_file_and_its_values(tmp_path):
+    write(tmp_path, "deploy/.sits-doctor.toml", 'target = ["vllm==0.10.2"]\nextend-exclude = ["vendor"]\n')
+    result = run_cli("check", "deploy", "--show-settings", "--fail-on", "error", cwd=tmp_path)
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert "settings file     deploy/.sits-doctor.toml" in lines
+    assert "target            ['vllm==0.10.2']" in lines and "extend-exclude    ['vendor']" in lines
+    assert lines[-2:] == ["command line (wins over the file):", "  --fail-on error"]
+    isolated = run_cli("check", "deploy", "--show-settings", "--isolated", cwd=tmp_path)
+    assert "settings file     (--isolated)" in isolated.stdout and "target            []" in isolated.stdout

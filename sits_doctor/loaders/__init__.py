@@ -52,12 +52,18 @@ class LoadResult:
         self.sources: dict[str, str] = {}  # display path -> text checked
 
 
+def _default_excluded(path: Path) -> bool:
+    return path.name.startswith(".") or path.name in SKIP_DIRS
+
+
 def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None, *,
-               skip_unrecognized: bool = False) -> LoadResult:
+               skip_unrecognized: bool = False, exclude_for=None) -> LoadResult:
     """Plans of every recognized config under ``paths``. ``texts`` maps resolved paths to text to
     use instead of what is on disk (the fixer re-checks its edits before writing them).
     ``skip_unrecognized``: a file named in ``paths`` that holds no recognized config is skipped
-    as in a directory walk (pre-commit names every staged JSON/YAML file), not an error."""
+    as in a directory walk (pre-commit names every staged JSON/YAML file), not an error.
+    ``exclude_for(folder)``: the predicate (path -> bool) a walk of ``folder`` leaves paths out by
+    (the settings' ``exclude``); by default hidden files and folders and SKIP_DIRS."""
     result = LoadResult()
     result.texts = texts or {}
     seen: set[Path] = set()
@@ -65,7 +71,8 @@ def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            for file, key in _walk(path, result):
+            excluded = exclude_for(path) if exclude_for is not None else _default_excluded
+            for file, key in _walk(path, result, excluded):
                 _load(file, False, result, seen, consumed, key)
         elif path.exists() or (result.texts and path.resolve() in result.texts):  # a file, or standard input named
             _load(path, not skip_unrecognized, result, seen, consumed)
@@ -76,16 +83,16 @@ def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None
     return result
 
 
-def _walk(root: Path, result: LoadResult) -> Iterable[tuple[Path, Path | None]]:
+def _walk(root: Path, result: LoadResult, excluded=_default_excluded) -> Iterable[tuple[Path, Path | None]]:
     """(file, its resolved path or None when it must be resolved) of each candidate file. The walk
     does not follow symlinked folders, so a folder it reaches is the root's real path joined with
     the folder's path below the root: one resolve for the root, not one per file."""
     real_root = os.path.realpath(root)
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d not in SKIP_DIRS)
+        dirnames[:] = sorted(d for d in dirnames if not excluded(Path(dirpath, d)))
         real_dir = os.path.join(real_root, os.path.relpath(dirpath, root))
         for name in sorted(filenames):
-            if name.startswith("."):
+            if excluded(Path(dirpath, name)):
                 continue
             p = Path(dirpath, name)
             if (p.suffix.lower() in CONFIG_SUFFIXES or is_dockerfile(name)) and name not in NEVER_CONFIG:
