@@ -13,9 +13,11 @@ after the weights are loaded, minutes into the start. It reports:
 - **warning**: `max_model_len` is left to the model's full context and fewer than two
   max-length requests fit at once; a transformers `max_length` with no `max_new_tokens` whose KV
   cache (DynamicCache grows a token at a time) outgrows the GPU mid-answer (an error when
-  `cache_implementation: static` preallocates it at the first call);
-- **info**: the predicted range straddles the need (it may or may not start), or the GPU or the
-  model is unknown (pass `--gpu`, or set `gpu = "H100"` in `.sits-doctor.toml`).
+  `cache_implementation: static` preallocates it at the first call); the predicted range
+  straddles the need (it may or may not start: a possible startup failure is never ranked below
+  advice);
+- **info**: the GPU or the model is unknown (pass `--gpu`, or set `gpu = "H100"` in
+  `.sits-doctor.toml`).
 
 ## Why it hurts
 A long-context model served without `--max-model-len` asks for its full context: Llama-3.1-8B's
@@ -118,8 +120,8 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     low, estimate, high = pred.tokens
     gpu = plan.facts.gpu
     where = f"{gpu.name} ({gpu.memory_gib:.2f} GiB)"
-    evidence = [f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})" + (f"; {gpu.note}" if gpu.note else ""),
-                *pred.steps, *pred.assumptions, f"target: {ctx.target}"]
+    evidence = [_memory_line(pred), f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})",
+                *pred.steps, *pred.assumptions, *([gpu.note] if gpu.note else []), f"target: {ctx.target}"]
     how = "as set" if written else "derived from the model: max_model_len is not set"
     if pred.startup_ok is False:
         fixes = []
@@ -140,7 +142,7 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             plan, at,
             f"max_model_len {pred.max_model_len} ({how}) may not fit on {where}: the predicted KV pool is "
             f"{low}–{high} tokens (estimate {estimate}); {ctx.target.name} refuses to start below {pred.max_model_len}",
-            evidence=evidence, severity=Severity.INFO,
+            evidence=evidence, severity=Severity.WARNING,
             fix_hint=f"set max_model_len ≤ {low} to be sure, or check `sits-doctor capacity` with --gpu-memory",
         )
     elif not written and estimate < LOW_CONCURRENCY * pred.max_model_len:
@@ -151,6 +153,23 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             evidence=evidence, severity=Severity.WARNING,
             fix_hint="set max_model_len to the longest request you serve (the workload's p99)",
         )
+
+
+_TERMS = {"weights": "weights", "activation": "activations", "non_torch": "non-torch", "cuda_graphs": "CUDA graphs"}
+
+
+def _memory_line(pred) -> str:
+    """The pool's arithmetic on one line (the steps after it have each term's derivation):
+    ``memory per rank: budget 71.28 − weights 131.41 − ... = KV pool -63.42 GiB → 0 tokens``."""
+    from sits_doctor.memory import GIB
+
+    parts = dict(pred.parts)
+    if "budget" not in parts or "kv" not in parts:
+        return f"KV pool: {pred.tokens[1]} tokens per rank (estimate; range {pred.tokens[0]}–{pred.tokens[2]})"
+    terms = "".join(f" − {name} {parts[key] / GIB:.2f}" for key, name in _TERMS.items() if parts.get(key))
+    return (f"memory per rank (GiB): budget {parts['budget'] / GIB:.2f}{terms} = KV pool {parts['kv'] / GIB:.2f} → "
+            f"{pred.tokens[1]} tokens (range {pred.tokens[0]}–{pred.tokens[2]}) at "
+            f"{pred.kv_bytes_per_token / 1024:.1f} KiB/token")
 
 
 def _sized(plan: Plan):
@@ -296,8 +315,8 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
     at = plan.settings.get(trt.BUILD_MAX_SEQ_LEN if engine else trt.MAX_SEQ_LEN)
     gpu = plan.facts.gpu
     where = f"{gpu.name} ({gpu.memory_gib:.2f} GiB)"
-    evidence = [f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})" + (f"; {gpu.note}" if gpu.note else ""),
-                *pred.steps, *pred.assumptions, f"target: {ctx.target}"]
+    evidence = [_memory_line(pred), f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})",
+                *pred.steps, *pred.assumptions, *([gpu.note] if gpu.note else []), f"target: {ctx.target}"]
     how = "as set" if at is not None else "not set: the model's maximum"
     bound = low  # the pool is whole KV blocks (tokens_per_block), so its low end is a bound as it stands
     if pred.startup_ok is False:
@@ -319,7 +338,7 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
             plan, at if at is not None else plan.anchor,
             f"max_seq_len {length} ({how}) may not fit one sequence on {where}: the predicted KV pool is {low}–{high} "
             f"tokens (estimate {estimate}); below {length} {ctx.target.name} shrinks the attention window",
-            evidence=evidence, severity=Severity.INFO,
+            evidence=evidence, severity=Severity.WARNING,
             fix_hint=f"set max_seq_len ≤ {bound} to be sure, or check `sits-doctor capacity` with --gpu-memory",
         )
 

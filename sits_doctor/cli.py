@@ -223,7 +223,7 @@ def _check_parser() -> argparse.ArgumentParser:
     _add_common(p, "Lowest severity that fails (default: warning).")
     _add_gpu(p)
     _add_sources(p)
-    p.add_argument("--statistics", action="store_true", help="Count findings per rule.")
+    p.add_argument("--statistics", action="store_true", help="Print only the count of findings per rule, and the summary.")
     p.add_argument("--baseline", type=_file_to_write, metavar="FILE", help="Leave out the findings recorded in this baseline file (see docs/ci.md).")
     p.add_argument("--write-baseline", type=_file_to_write, metavar="FILE", help="Record the current findings in this baseline file.")
     p.add_argument("--skip-unrecognized", action="store_true", help="Skip named files that hold no recognized config instead of failing (for pre-commit).")
@@ -234,7 +234,9 @@ def _check_parser() -> argparse.ArgumentParser:
     p.add_argument("--runtime", action="store_true",
                    help="For Hugging Face model configs, build the model with the installed transformers on the meta "
                         "device (no weights, no download) and report what runs: attention, RoPE placement, cache.")
-    p.add_argument("-q", "--quiet", action="store_true", help="Only the findings that fail the run.")
+    p.add_argument("-q", "--quiet", action="store_true", help="Only the findings that fail the run, one line each; no notes.")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="Every line of evidence under each finding (the arithmetic, assumptions, the target each time).")
     p.add_argument("--debug", action="store_true", help="Show tracebacks of internal errors.")
     return p
 
@@ -262,7 +264,7 @@ def _check(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     try:
         report = run_check(paths, options)
         color = a.fmt == "text" and a.output is None and _color_wanted()
-        text = render(report, a.fmt, color=color, quiet=a.quiet, statistics=a.statistics)
+        text = render(report, a.fmt, color=color, quiet=a.quiet, statistics=a.statistics, verbose=a.verbose)
     except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
         return _internal_error(exc, a.debug)
     if a.output and _is_input(a.output, paths + report.files_checked):

@@ -87,6 +87,7 @@ class Report:
         self.runtime: list[dict] = []  # check --runtime: what runs for each Hugging Face model config
         self.fail_on: Severity = Severity.WARNING  # --fail-on, or the settings found for the first path
         self.fail_on_by_plan: dict[str, Severity] = {}  # each file's own settings
+        self.sources: dict[str, str] = {}  # display path -> the text checked (reporters quote its lines)
         for name, value in given.items():
             if name not in self.__dict__:
                 raise TypeError(f"Report has no field {name!r}")
@@ -215,6 +216,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
     report.files_checked = loaded.files_checked
     report.skipped = loaded.skipped
     report.skipped_files = loaded.skipped_files
+    report.sources = loaded.sources
 
     resolvers: dict[str, ModelResolver] = {}
     selections: dict[str, _Selection] = {}
@@ -260,6 +262,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
         report.fail_on_by_plan[plan.label] = opts.fail_on or settings.fail_on or Severity.WARNING
         ctx = Context(target=plan.target, gpu=opts.gpu)
         ignored = sorted(settings.ignored_for(plan.file))
+        unchecked: list[Finding] = []  # this deployment's "cannot check" infos, merged into one below
         for module in rule_modules():
             rule = module.RULE
             if rule.code not in selection.codes or plan.framework not in rule.frameworks:
@@ -272,7 +275,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
                     no_gpu.setdefault(rule.code, []).append(plan.label)
                     continue
                 if missing:
-                    report.findings.extend(_cannot_check(module, plan, ctx, missing))
+                    unchecked.extend(_cannot_check(module, plan, ctx, missing))
                     continue
                 report.findings.extend(module.check(plan, ctx))
             except Exception as exc:  # a rule bug must not hide other results
@@ -280,6 +283,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
 
                 detail = traceback.format_exc() if opts.debug else repr(exc)
                 report.internal_errors.append(f"{rule.code} crashed on {plan.label}: {detail}")
+        report.findings.extend(_merge_unchecked(unchecked))
     unchecked = {label for labels in no_gpu.values() for label in labels}
     if unchecked:  # one note for every rule that needs a GPU: they all want the same answer
         report.notices.append(Notice("<arguments>", (
@@ -380,6 +384,30 @@ def _cannot_check(module, plan: Plan, ctx: Context, missing: list[str]) -> list[
     against = " and ".join("the model" if n == "model" else "the GPU" for n in missing if n != "sizing")
     return [module.RULE.finding(plan, at, f"cannot check {what}{' against ' + against if against else ''}: {why}",
                                 severity=Severity.INFO)]
+
+
+def _merge_unchecked(found: list[Finding]) -> list[Finding]:
+    """One "cannot check" info per deployment and reason, not one per rule: the rules' subjects
+    joined, at the first rule's place, under the first rule's code (the others named)."""
+    groups: dict[str, list[Finding]] = {}
+    for f in found:
+        what, _, why = f.message.partition(": ")
+        groups.setdefault(why, []).append(f)
+    merged = []
+    for why, group in groups.items():
+        if len(group) == 1:
+            merged.append(group[0])
+            continue
+        subjects = [f.message.partition(": ")[0].removeprefix("cannot check ") for f in group]
+        tails = {subject.rpartition(" against ")[2] for subject in subjects}
+        tail = ""
+        if len(tails) == 1 and all(" against " in subject for subject in subjects):
+            tail = " against " + tails.pop()
+            subjects = [subject.rpartition(" against ")[0] for subject in subjects]
+        codes = ", ".join(f.code for f in group)
+        joined = ", ".join(subjects[:-1]) + " or " + subjects[-1]
+        merged.append(group[0]._replace(message=f"cannot check {joined}{tail} ({codes}): {why}"))
+    return merged
 
 
 def gpu_spec(opts: CheckOptions):

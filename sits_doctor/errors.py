@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 
+ARGUMENTS = "<arguments>"  # the path of a message about the command line or the run, not a file
+
+
 class _Located:
     """A message about a place: a path, and a line and column when known."""
 
@@ -12,6 +15,8 @@ class _Located:
         self.path, self.message, self.line, self.col = path, message, line, col
 
     def __str__(self) -> str:
+        if self.path == ARGUMENTS:  # about the command line or the run as a whole: no place to name
+            return f"{self.label}: {self.message}"
         where = self.path
         if self.line is not None:
             where += f":{self.line}:{self.col or 1}"

@@ -357,8 +357,9 @@ def test_text_finding_then_evidence_then_help(proj):
         r"^too_long\.yaml:2:1: SITS202 \[error\] max_model_len 32768 exceeds the 8192 that vLLM 0.10.2 derives",
         lines[0],
     )
+    assert lines[1:3] == ["  2 | max-model-len: 32768", "    | ^^^^^^^^^^^^^"]  # the source line, a caret under the key
     help_at = next(i for i, line in enumerate(lines) if line.startswith("  help: "))
-    evidence = lines[1:help_at]
+    evidence = lines[3:help_at]
     assert evidence and all(line.startswith("  = ") for line in evidence)
     assert any("max_position_embeddings = 8192" in e for e in evidence)
     assert "  = target: vLLM 0.10.2 (--target)" in evidence
@@ -674,7 +675,7 @@ def test_summary_groups_assumed_versions(tmp_path, hermetic):
 def test_target_outside_what_the_rules_know_is_announced(tmp_path):
     write(tmp_path, "serve.yaml", "model: ./m\nswap-space: 4\nserved-model-name: m\n")
     r = run_cli("check", "serve.yaml", "--isolated", "--target", "vllm==99.0", cwd=tmp_path)
-    assert ("<arguments>: note: --target vllm==99.0: newer than 0.33.0, the newest release the rules know; "
+    assert ("note: --target vllm==99.0: newer than 0.33.0, the newest release the rules know; "
             "options are judged as 0.33.0 accepts them") in r.stderr
     r = run_cli("check", "serve.yaml", "--isolated", "--target", "vllm==0.1", cwd=tmp_path)
     assert "older than 0.6.0, the oldest release whose parser the rules know; flags are not judged" in r.stderr

@@ -426,3 +426,77 @@ def test_a_file_name_that_is_not_utf8_keeps_every_format_valid(tmp_path, fmt):
         assert "bad%FF.yaml" in r.stdout
     if fmt == "junit":
         ET.fromstring(r.stdout)
+
+
+# --- the default text output: a block a deployer can read at 3 a.m. ----------------------------
+
+def _text(*args, gpu="H100"):
+    from conftest import run_cli
+
+    return run_cli("check", *args, "--isolated", "--gpu", gpu, cwd=REPO, env={"NO_COLOR": "1"})
+
+
+def _blocks(stdout: str) -> list[list[str]]:
+    import re
+
+    blocks: list[list[str]] = []
+    for line in stdout.splitlines():
+        if re.match(r"^\S+:\d+:\d+: SITS\d{3} \[", line):
+            blocks.append([line])
+        elif blocks and line.startswith("  "):
+            blocks[-1].append(line)
+    return blocks
+
+
+def test_each_finding_quotes_its_source_line_with_a_caret():
+    block = _blocks(_text("fixtures/k8s/bad_statefulset_sh_c.yaml").stdout)[0]
+    assert block[1] == "  25 |                 --max-seq-len-to-capture 8192 \\"
+    assert block[2] == "     |                 " + "^" * len("--max-seq-len-to-capture")
+
+
+def test_a_long_line_is_quoted_as_a_window_around_the_column():
+    block = _blocks(_text("fixtures/compose/bad_string_command.yaml").stdout)[1]  # the one-line command string
+    source, caret = block[1], block[2]
+    assert source.startswith("  9 | …") and len(source) <= 110
+    assert source[caret.index("^"):].startswith("--swap-space 8")
+
+
+def test_at_most_three_evidence_lines_by_default_and_all_with_verbose():
+    """SITS001's pool arithmetic is one line by default (its first evidence line)."""
+    short = _blocks(_text("fixtures/k8s/bad_llama70b_one_gpu.yaml").stdout)[0]
+    evidence = [line for line in short if line.startswith("  = ")]
+    assert len(evidence) == 4 and evidence[-1].startswith("  = … ") and evidence[-1].endswith("more (-v shows them)")
+    assert evidence[0].startswith("  = memory per rank (GiB): budget 71.28 − weights 131.41")
+    full = _blocks(_text("fixtures/k8s/bad_llama70b_one_gpu.yaml", "-v").stdout)[0]
+    assert len([line for line in full if line.startswith("  = ")]) == int(evidence[-1].split()[2]) + 3
+
+
+def test_the_target_is_said_once_per_deployment():
+    blocks = _blocks(_text("fixtures/compose/bad_string_command.yaml").stdout)
+    targets = [line for b in blocks for line in b if line.startswith("  = target: ")]
+    assert len(blocks) == 3 and targets == [
+        "  = target: vLLM 0.19.0 (image vllm/vllm-openai:v0.19.0 (fixtures/compose/bad_string_command.yaml:3:12))"]
+    verbose = _blocks(_text("fixtures/compose/bad_string_command.yaml", "-v").stdout)
+    assert sum(line.startswith("  = target: ") for b in verbose for line in b) == 3
+
+
+def test_statistics_prints_counts_only():
+    out = _text("fixtures/compose/", "--statistics").stdout.splitlines()
+    assert _blocks("\n".join(out)) == []
+    assert out[:3] == ["    1  SITS001  unbounded-kv-cache", "    1  SITS201  value-rejected-by-parser",
+                       "    7  SITS204  removed-or-renamed-option"]
+    assert out[3].startswith("Found 9 finding(s)")
+
+
+def test_one_cannot_check_per_deployment():
+    out = _text("fixtures/kubeai/bad_model_removed_flags.yaml").stdout
+    unchecked = [line for line in out.splitlines() if "cannot check" in line]
+    assert len(unchecked) == 1
+    assert ("SITS001 [info] cannot check this deployment, the KV cache dtype or max_model_len 16384 against the "
+            "model (SITS001, SITS007, SITS202): model 'neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8'") in unchecked[0]
+
+
+def test_notes_about_the_run_have_no_placeholder_path():
+    result = _text("fixtures/vllm/bad_swap_space.yaml", "--target", "vllm==99.0")
+    assert "<arguments>" not in result.stderr and result.stderr.startswith("note: --target vllm==99.0")
+    assert _text("fixtures/vllm/bad_swap_space.yaml", "--target", "vllm==99.0", "-q").stderr == ""

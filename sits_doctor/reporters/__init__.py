@@ -22,11 +22,12 @@ def _has_surrogate(text: str) -> bool:
     return _SURROGATE.search(text) is not None
 
 
-def render(report, fmt: str, *, color: bool = False, quiet: bool = False, statistics: bool = False) -> str:
+def render(report, fmt: str, *, color: bool = False, quiet: bool = False, statistics: bool = False,
+           verbose: bool = False) -> str:
     if fmt == "text":
         from sits_doctor.reporters.text import render as r
 
-        return r(report, color=color, quiet=quiet, statistics=statistics)
+        return r(report, color=color, quiet=quiet, statistics=statistics, verbose=verbose)
     if fmt == "json":
         from sits_doctor.reporters.json_report import render as r
     elif fmt == "sarif":

@@ -11,15 +11,36 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 GROUP_AFTER = 3  # identical info findings beyond this many are folded into one line
+EVIDENCE_SHOWN = 3  # evidence lines under a finding by default (all of them with --verbose)
+SNIPPET_WIDTH = 100  # a quoted source line longer than this is cut to a window around the column
+TARGET = "target: "
 
 
-def render(report: Report, *, color: bool = False, quiet: bool = False, statistics: bool = False) -> str:
-    """``quiet``: only the findings that fail the run, one line each."""
+def render(report: Report, *, color: bool = False, quiet: bool = False, statistics: bool = False,
+           verbose: bool = False) -> str:
+    """``quiet``: only the findings that fail the run, one line each. ``statistics``: the count of
+    each rule's findings and the summary, no findings. ``verbose``: every evidence line.
+
+    By default each finding is its ``path:line:col: CODE [severity] message`` line, the source line
+    it points at with a caret (and the deployment, when the file holds more than one), at most
+    EVIDENCE_SHOWN evidence lines (the version judged against once per deployment), and the fix."""
     lines: list[str] = []
+    if statistics:
+        counts = Counter((f.code, f.name) for f in report.findings)
+        lines += [f"{n:>5}  {code}  {name}" for (code, name), n in sorted(counts.items())]
+        lines.append(summary(report))
+        return _finish(lines, color)
     repeated = {r for r, n in Counter(f.render() for f in report.findings).items() if n > 1}
     shown = report.failing if quiet else report.findings
     same = Counter((f.code, f.message) for f in shown if f.severity.value == "info")
     seen: Counter = Counter()
+    plans_in: dict[str, set[str]] = {}
+    for f in report.findings:
+        plans_in.setdefault(f.location.file, set()).add(f.plan)
+    for p in report.plans:
+        plans_in.setdefault(p.file, set()).add(p.label)
+    targeted: set[str] = set()  # deployments whose target line was shown
+    lines_of: dict[str, list[str]] = {}
     for f in shown:
         key = (f.code, f.message)
         if key in same and same[key] > GROUP_AFTER:
@@ -29,23 +50,63 @@ def render(report: Report, *, color: bool = False, quiet: bool = False, statisti
                     lines.append(f"  = and {same[key] - GROUP_AFTER} more like it (same message, other deployments)")
                 continue
         lines.append(f.render())
-        if not quiet:
-            if f.render() in repeated:  # one YAML anchor shared by several deployments
-                lines.append(f"  = in {f.plan}")
-            lines += [f"  = {e}" for e in f.evidence]
-            if f.fix_hint:
-                lines.append(f"  help: {f.fix_hint}")
-    if statistics:
-        counts = Counter((f.code, f.name) for f in report.findings)
-        lines += [f"{n:>5}  {code}  {name}" for (code, name), n in sorted(counts.items())]
+        if quiet:
+            continue
+        several = len(plans_in.get(f.location.file, ())) > 1 or f.render() in repeated
+        lines += _snippet(report, f, lines_of, f.plan if several else None)
+        evidence = [e for e in f.evidence if not e.startswith(TARGET)]
+        target = next((e for e in f.evidence if e.startswith(TARGET)), None)
+        show_target = target is not None and (verbose or f.plan not in targeted)
+        if show_target:
+            targeted.add(f.plan)
+        hidden = 0
+        if not verbose:  # the first lines (the rules put the one-line summary first), the target once per deployment
+            room = EVIDENCE_SHOWN - show_target
+            hidden = max(0, len(evidence) - room)
+            evidence = evidence[:room]
+        lines += [f"  = {e}" for e in evidence + ([target] if show_target else [])]
+        if hidden:
+            lines.append(f"  = … {hidden} more (-v shows them)")
+        if f.fix_hint:
+            lines.append(f"  help: {f.fix_hint}")
     if report.runtime and not quiet:
         lines += runtime_lines(report.runtime)
     if not quiet:
         lines.append(summary(report))
+    return _finish(lines, color)
+
+
+def _finish(lines: list[str], color: bool) -> str:
     from sits_doctor.reporters import printable
 
     text = printable("\n".join(lines))
     return _colorize(text) if color else text
+
+
+def _snippet(report: Report, f, cache: dict[str, list[str]], plan: str | None) -> list[str]:
+    """The source line a finding points at, and a caret under its column (with the deployment's
+    name after the caret when the file holds several); nothing when the text is not at hand."""
+    loc = f.location
+    text = report.sources.get(loc.file)
+    if text is None or loc.line < 1:
+        return [f"  = in {plan}"] if plan else []
+    lines = cache.get(loc.file)
+    if lines is None:
+        lines = cache[loc.file] = text.split("\n")
+    if loc.line > len(lines):
+        return [f"  = in {plan}"] if plan else []
+    source = lines[loc.line - 1].rstrip("\r").expandtabs(1)
+    col = max(1, min(loc.col, len(source) + 1))
+    if len(source) > SNIPPET_WIDTH:  # a long line (minified JSON, a one-line sh -c): a window around the column
+        start = max(0, col - 1 - SNIPPET_WIDTH // 3)
+        end = start + SNIPPET_WIDTH
+        window = ("…" if start else "") + source[start:end] + ("…" if end < len(source) else "")
+        col = col - start + (1 if start else 0)
+        source = window
+    gutter = str(loc.line)
+    label = f" in {plan}" if plan else ""
+    word = source[col - 1:].split(" ", 1)[0].rstrip(",:")  # the key, flag or value it points at
+    return [f"  {gutter} | {source}", f"  {' ' * len(gutter)} | {' ' * (col - 1)}{'^' * max(1, len(word))}{label}"]
 
 
 _ROPE = {"model": "once per forward, passed to every layer", "attention": "again inside every attention layer",

@@ -70,13 +70,13 @@ def test_without_a_gpu_one_note_for_the_run_and_no_finding(tmp_path, monkeypatch
     report = run(tmp_path, monkeypatch, LLAMA, gpu=None)
     assert report.findings == []
     assert [str(n) for n in report.notices if "SITS001" in str(n)] == [
-        '<arguments>: note: SITS001 did not check 1 deployment(s): no GPU is known; pass --gpu NAME[xN] '
+        'note: SITS001 did not check 1 deployment(s): no GPU is known; pass --gpu NAME[xN] '
         '(e.g. --gpu H100x2) or set gpu = "NAME" in .sits-doctor.toml']
 
 
 def test_unknown_gpu_is_an_argument_error(tmp_path, monkeypatch):
     report = run(tmp_path, monkeypatch, LLAMA, gpu="H900")
-    assert [str(e) for e in report.errors] == ["<arguments>: error: --gpu unknown GPU 'H900'; did you mean 'NVIDIA H200'?"]
+    assert [str(e) for e in report.errors] == ["error: --gpu unknown GPU 'H900'; did you mean 'NVIDIA H200'?"]
 
 
 def test_gpu_from_the_settings_file(tmp_path, monkeypatch):
@@ -390,16 +390,16 @@ def test_trtllm_hints_by_what_can_change(tmp_path, monkeypatch):
     assert f.fix_hint == "use more GPUs (tensor/pipeline parallelism) or a quantized checkpoint" and not f.fixes
 
 
-def test_a_range_that_straddles_the_length_is_an_info_for_vllm_and_trtllm(tmp_path, monkeypatch):
+def test_a_range_that_straddles_the_length_is_a_warning_for_vllm_and_trtllm(tmp_path, monkeypatch):
     # 36 GiB per GPU: Llama-3.1-8B's pool is about 128k–138k tokens, around its 131072 context
     (f,) = run(tmp_path, monkeypatch, LLAMA, gpu=None, gpu_memory=36 * 2**30).findings
-    assert f.severity.value == "info" and "may not fit" in f.message
+    assert f.severity.value == "warning" and "may not fit" in f.message
     write(tmp_path, "llm_api.yaml", "model: meta-llama/Llama-3.1-8B-Instruct\nmax_num_tokens: 8192\n"
                                     "max_seq_len: 131072\n")
     report = clean(check(["llm_api.yaml"], CheckOptions(targets=["trtllm==1.0.0"], isolated=True, select=["SITS001"],
                                                         gpu_memory=35 * 2**30)))
     (f,) = report.findings
-    assert f.severity.value == "info" and "may not fit one sequence" in f.message
+    assert f.severity.value == "warning" and "may not fit one sequence" in f.message
     assert f.location.line == 3  # at the max_seq_len it judges
 
 
