@@ -122,18 +122,21 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     where = f"{gpu.name} ({gpu.memory_gib:.2f} GiB)"
     evidence = [_memory_line(pred), f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})",
                 *pred.steps, *pred.assumptions, *([gpu.note] if gpu.note else []), f"target: {ctx.target}"]
-    how = "as set" if written else "derived from the model: max_model_len is not set"
+    how = "as set" if written else "unset, so the model's"
     if pred.startup_ok is False:
         fixes = []
         if low > 0:  # the pool is whole KV blocks: any tokens at all are at least one block
             title = f"set max_model_len to {low} (the most that fits the low estimate)"
             fixes.append(edit.replace_value(at, low, title, Safety.UNSAFE) if written
                          else add_option(plan, fw.MAX_MODEL_LEN, low, title, Safety.UNSAFE))
+        reason = pred.startup_reason or ""
+        ours = reason.startswith("the weights alone")  # sits-doctor's own words, not vLLM's message
+        head = reason.split(": ", 1)[0] if ours else f"{ctx.target.name} refuses to start"
         yield RULE.finding(
             plan, at,
-            f"max_model_len {pred.max_model_len} ({how}) cannot fit on {where}: {ctx.target.name} refuses to start — "
-            f"{pred.startup_reason}",
-            evidence=evidence, fixes=fixes,
+            f"max_model_len {pred.max_model_len} ({how}) cannot fit on {where}: {head}",
+            evidence=evidence[:1] + ([reason.split(": ", 1)[-1]] if ours else []) + evidence[1:], fixes=fixes,
+            quote=None if ours or not reason else (ctx.target.name, reason),
             fix_hint=(f"set max_model_len ≤ {low}" if low > 0 else
                       "use more GPUs (tensor/pipeline parallelism) or a quantized checkpoint"),
         )

@@ -219,9 +219,9 @@ def _output_attentions(plan: Plan, ctx, out, impl) -> Iterator[Finding]:
     if impl is not None and version >= V(ta.OUTPUT_ATTENTIONS_VALIDATED):
         yield RULE.finding(
             plan, out,
-            f"{ta.OUTPUT_ATTENTIONS_KEY} with {impl}: {ctx.target.name} refuses to load the config: ValueError: "
-            + ta.OUTPUT_ATTENTIONS_ERROR.format(impl=impl),
+            f"{ta.OUTPUT_ATTENTIONS_KEY} with {impl}: {ctx.target.name} refuses to load the config (ValueError)",
             evidence=evidence, severity=Severity.ERROR, fixes=[fix], fix_hint=hint,
+            quote=(ctx.target.name, "ValueError: " + ta.OUTPUT_ATTENTIONS_ERROR.format(impl=impl)),
         )
     elif version >= V(ta.SDPA_NO_ATTENTIONS):
         yield RULE.finding(
@@ -252,7 +252,8 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     yield RULE.finding(
         plan, backend.setting,
         f"attention backend {name} cannot run on {card.name} (compute capability {card.compute_capability}; it needs "
-        f"{entry.needs()}): {ctx.target.name} stops at startup with " + va.ERROR.format(name=name),
+        f"{entry.needs()}): {ctx.target.name} stops at startup (ValueError)",
+        quote=(ctx.target.name, va.ERROR.format(name=name)),
         evidence=[f"attention backend {backend.value} ({backend.prov})",
                   f"GPU: {card.name}, compute capability {card.compute_capability}",
                   f"vllm/v1/attention/backends/{entry.source}: supports_compute_capability "

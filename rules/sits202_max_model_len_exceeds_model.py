@@ -116,9 +116,9 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         return
     yield RULE.finding(
         plan, setting,
-        f"max_model_len {requested} exceeds the {limit} that {ctx.target.name} derives from the model; "
-        f"startup fails with ValueError: {vllm_message}",
-        evidence=evidence,
+        f"max_model_len {requested} exceeds the {limit} that {ctx.target.name} derives from the model: startup fails "
+        "(ValueError)",
+        evidence=evidence, quote=(ctx.target.name, f"ValueError: {vllm_message}"),
         fix_hint=f"set max_model_len to at most {limit}",
         fixes=[edit.replace_value(setting, limit, f"lower max_model_len to {limit} (the longest request served "
                                   "gets shorter)", Safety.UNSAFE)],

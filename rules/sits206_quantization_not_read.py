@@ -93,10 +93,11 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         yield from _transformers(plan, ctx, found, vllm_reads)
     elif not vllm_reads:
         here = found.prov.file == plan.file
+        head, _, why = vllm_why.partition("; ")
         yield RULE.finding(
             plan, found.setting if here else (plan.model_ref or found.setting),
-            f"the served model's {_written(quant)}: {ctx.target.name} {vllm_why}",
-            evidence=[f"{quant.where} ({found.prov})", f"target: {ctx.target}"],
+            f"the served model's {_written(quant)}: {ctx.target.name} {head}",
+            evidence=[*([why] if why else []), f"{quant.where} ({found.prov})", f"target: {ctx.target}"],
             fix_hint=_hint(quant, "vllm"),
         )
 
@@ -106,14 +107,16 @@ def _transformers(plan: Plan, ctx, found, vllm_reads: bool) -> Iterator[Finding]
     if quant.where == tf.QUANT_CONFIG_KEY:
         if quant.declared:
             return
-        what = f"{_written(quant)}: {ctx.target.name} refuses to load it: {TRANSFORMERS_VALUE_ERROR}"
+        what = f"{_written(quant)}: {ctx.target.name} refuses to load it (ValueError)"
     else:
-        what = (f"{_written(quant)}, which {ctx.target.name} does not read: it builds an unquantized model and the "
-                f"checkpoint's {quant.weights} tensors load without their quantization (wrong outputs)")
+        what = (f"{_written(quant)}, which {ctx.target.name} does not read: it builds an unquantized model "
+                "(wrong outputs)")
     also = "vLLM reads it (from 0.10.1)" if vllm_reads else "vLLM does not read it either without --quantization"
+    refused = quant.where == tf.QUANT_CONFIG_KEY
     yield RULE.finding(
         plan, found.setting, what,
         evidence=[f"{quant.where} ({found.prov})", also, f"target: {ctx.target}"],
+        quote=(ctx.target.name, TRANSFORMERS_VALUE_ERROR) if refused else None,
         fix_hint=_hint(quant, "hf"),
         # a checkpoint that vLLM serves as written may not be meant for transformers at all
         severity=Severity.WARNING if vllm_reads else Severity.ERROR,

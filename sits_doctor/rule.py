@@ -29,9 +29,14 @@ class Rule(NamedTuple):
         fix_hint: str | None = None,
         severity: Severity | None = None,
         fixes: Iterable[Fix | None] = (),
+        quote: tuple[str, str] | None = None,
     ) -> Finding:
         """A finding at a setting (its file position), or at the plan's anchor when the value
-        is a default, a derivation, or missing."""
+        is a default, a derivation, or missing. ``quote``: (who, text) the framework prints for it
+        (its error or warning, word for word): the first evidence line, so the message stays one
+        screen line."""
+        if quote is not None:
+            evidence = [f"{quote[0]} prints: {quote[1]}", *evidence]
         prov = at.prov if isinstance(at, Setting) else at
         if prov is None or prov.kind != "file" or prov.file is None:
             prov = plan.anchor

@@ -62,8 +62,13 @@ def test_other_engines_give_no_plan_and_say_so(tmp_path: Path):
     doc, found = _plans(text)
     assert is_kubeai_model(doc.data) and found == []
     (tmp_path / "m.yaml").write_text(text)
-    (err,) = load_paths([tmp_path / "m.yaml"]).errors
-    assert err.message.startswith("not a recognized config (a KubeAI Model whose engine is 'OLlama', not VLLM)")
+    loaded = load_paths([tmp_path / "m.yaml"])
+    assert loaded.errors == [] and loaded.plans == []  # read, and said to be another server's
+    (note,) = loaded.notices
+    assert note.message.startswith("runs Ollama: not checked")
+    (tmp_path / "f.yaml").write_text(MODEL.replace("engine: VLLM", "engine: FasterWhisper"))
+    (err,) = load_paths([tmp_path / "f.yaml"]).errors
+    assert err.message.startswith("not a recognized config (a KubeAI Model whose engine is 'FasterWhisper', not VLLM)")
 
 
 def test_the_gpu_of_the_profile_feeds_the_facts(tmp_path: Path):

@@ -28,16 +28,18 @@ def run(tmp_path, monkeypatch, text: str, gpu: str | None = "A10G", target: str 
 def test_fail_full_context_on_a_24gb_gpu_names_vllms_message_and_the_bound(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, LLAMA).findings
     assert f.severity.value == "error"
-    assert "max_model_len 131072 (derived from the model: max_model_len is not set) cannot fit on A10G" in f.message
-    assert "16.00 GiB KV cache is needed" in f.message
-    assert "the models's max seq len (131072)" in f.message  # vLLM 0.11's own typo, as it prints it
+    assert f.message.startswith("max_model_len 131072 (unset, so the model's) cannot fit on A10G (22.49 GiB): "
+                                "vLLM 0.11.0 refuses to start")
+    said = f.evidence[0]  # vLLM's own message, word for word
+    assert said.startswith("vLLM 0.11.0 prints: To serve at least one request") and "16.00 GiB KV cache is needed" in said
+    assert "the models's max seq len (131072)" in said  # vLLM 0.11's own typo, as it prints it
     (fix,) = f.fixes
     assert fix.safety.value == "unsafe" and fix.title.startswith("set max_model_len to ")
 
 
 def test_message_spelling_follows_the_version(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, LLAMA, target="vllm==0.22.0").findings
-    assert "the model's max seq len (131072)" in f.message
+    assert "the model's max seq len (131072)" in f.evidence[0]
 
 
 def test_pass_bounded_length_fits(tmp_path, monkeypatch):
@@ -307,7 +309,7 @@ def test_trtllm_fraction_applies_to_free_memory(tmp_path, monkeypatch):
 def test_kv_cache_memory_bytes_sizes_the_pool_without_profiling(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, LLAMA + "kv-cache-memory-bytes: 4294967296\n", target="vllm==0.11.0").findings
     assert "kv_cache_memory_bytes = 4.00 GiB (set: no profiling)" in f.evidence
-    assert "estimated maximum model length is 32768" in f.message  # 4 GiB / 128 KiB per token
+    assert "estimated maximum model length is 32768" in f.evidence[0]  # 4 GiB / 128 KiB per token
 
 
 

@@ -135,7 +135,8 @@ def hf_findings(tmp_path, monkeypatch, quant=None, **sidecars):
 def test_fail_quant_method_missing(tmp_path, monkeypatch):
     (f,) = hf_findings(tmp_path, monkeypatch, {"bits": 4, "group_size": 128})
     assert f.severity is Severity.ERROR  # neither transformers nor vLLM reads it
-    assert "transformers 5.24.0 refuses to load it: ValueError: The model's quantization config" in f.message
+    assert f.message.endswith("transformers 5.24.0 refuses to load it (ValueError)")
+    assert f.evidence[0].startswith("transformers 5.24.0 prints: ValueError: The model's quantization config")
     text = (tmp_path / "m" / "config.json").read_text()
     at = text.index('"quantization_config"')
     assert (f.location.line, f.location.col) == (text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at))
