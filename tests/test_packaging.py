@@ -79,3 +79,19 @@ def test_installed_wheel_runs_outside_the_checkout(wheel, tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
     assert proc.returncode == 1, proc.stderr
     assert "SITS204" in proc.stdout
+
+
+def test_python_dash_m_and_the_api_from_the_clone_root():
+    """Where the README leaves a user (the clone root, after the editable install of the test
+    command): ``python -m sits_doctor`` and ``import sits_doctor`` work and find the rules."""
+    import subprocess
+    import sys
+
+    ran = subprocess.run([sys.executable, "-m", "sits_doctor", "check", "fixtures/vllm/bad_swap_space.yaml",
+                          "--isolated", "-q"], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 1, ran.stderr
+    assert ran.stdout.startswith("fixtures/vllm/bad_swap_space.yaml:4:1: SITS204 [error] --swap-space")
+    api = subprocess.run([sys.executable, "-c", "import sits_doctor; r = sits_doctor.check('fixtures/vllm/"
+                          "bad_swap_space.yaml', sits_doctor.CheckOptions(isolated=True)); print(r.exit_code)"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert api.stdout.strip() == "1", api.stderr
