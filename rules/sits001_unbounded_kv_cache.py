@@ -306,8 +306,10 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
 
 def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
     """TensorRT-LLM starts even when one max_seq_len sequence does not fit its KV pool: it shrinks
-    the attention window (and max_seq_len) to what fits and logs a warning."""
+    the attention window (and max_seq_len) to what fits and logs a warning (unless it fails fast,
+    or no block fits at all: then it fails at startup)."""
     from sits_doctor.frameworks import trtllm as trt
+    from sits_doctor.frameworks.trtllm_memory import shrinks_window
 
     pred = yield from _sized(plan)
     if pred is None:
@@ -331,9 +333,11 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
         yield RULE.finding(
             plan, at if at is not None else plan.anchor,
             f"max_seq_len {length} ({how}) does not fit one sequence in the KV pool {ctx.target.name} sizes on "
-            f"{where} (about {estimate} tokens): it starts anyway and shrinks the attention window — "
-            f'"{pred.startup_reason}"',
-            evidence=evidence, fixes=fixes,
+            f"{where} (about {estimate} tokens): "
+            + ("it starts anyway and shrinks the attention window" if shrinks_window(pred.startup_reason)
+               else "it fails at startup"),
+            evidence=([pred.startup_reason] if _own_words(pred.startup_reason) else []) + evidence, fixes=fixes,
+            quote=None if _own_words(pred.startup_reason) else (ctx.target.name, pred.startup_reason),
             fix_hint=_trtllm_hint(engine, bound),
         )
     elif pred.startup_ok is None:
@@ -344,6 +348,11 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
             evidence=evidence, severity=Severity.WARNING,
             fix_hint=f"set max_seq_len ≤ {bound} to be sure, or check `sits-doctor capacity` with --gpu-memory",
         )
+
+
+def _own_words(reason: str | None) -> bool:
+    """A startup reason that is sits-doctor's explanation, not a message TensorRT-LLM prints."""
+    return not reason or reason.startswith("no KV-cache block fits")
 
 
 def _trtllm_hint(engine: bool, bound: int) -> str:

@@ -122,6 +122,12 @@ OLD_FRACTION_DEFAULT = 0.85  # kvCacheConfig.h@v0.7.1 L47
 PYTORCH_DEFAULT = "1.0.0"  # the LLM API and trtllm-serve default to the PyTorch backend
 MAX_GPU_TOTAL_BYTES = "1.0.0"  # KvCacheConfig.max_gpu_total_bytes (PR #5933)
 FAIL_FAST_OPTION = "1.0.0"  # fail_fast_on_attention_window_too_large (PR #5974)
+
+
+def shrinks_window(reason: str | None) -> bool:
+    """Whether a :func:`window_check` failure is TensorRT-LLM's shrink-and-go-on (the window and
+    max_seq_len reduced, a warning logged) rather than a refusal to start (fail fast, no block)."""
+    return bool(reason) and reason.startswith(("Attention window size ", "maxAttentionWindow"))
 WINDOW_VEC_MESSAGE = "1.0.0"  # "maxAttentionWindowVec too large ... Old: (..), New: (..)" (C++)
 PYTORCH_WINDOW_MESSAGE = "1.0.0"  # "Attention window size w exceeds upper bound u ..." (PR #5151)
 MAX_TOKENS_ALWAYS_MIN = "1.0.0"  # C++: max_tokens is min'ed with the default fraction even when no fraction is set

@@ -324,6 +324,7 @@ def _sidecars(config_path: Path, consumed: set[Path], result: LoadResult) -> dic
         except ValueError:
             continue
         out[name] = doc
+        result.sources.setdefault(doc.path, doc.text)  # findings in a sidecar quote its lines
     return out
 
 

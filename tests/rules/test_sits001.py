@@ -262,7 +262,7 @@ def trt(tmp_path, monkeypatch, text: str, gpu: str = "L4", target: str = "trtllm
 def test_fail_trtllm_full_context_shrinks_the_window_with_the_pytorch_message(tmp_path, monkeypatch):
     (f,) = trt(tmp_path, monkeypatch, "max_seq_len: 131072\n").findings
     assert f.severity.value == "error" and "shrinks the attention window" in f.message
-    assert "Attention window size 131072 exceeds upper bound" in f.message  # the PyTorch backend's log, 1.0+
+    assert "Attention window size 131072 exceeds upper bound" in f.evidence[0]  # the PyTorch backend's log, 1.0+
     (fix,) = f.fixes
     bound = int(fix.title.split()[3])
     assert fix.safety.value == "unsafe" and bound % 32 == 0 and bound < 131072  # whole blocks of 32
@@ -277,13 +277,14 @@ def test_trtllm_unset_max_seq_len_is_the_models_and_the_fix_adds_it(tmp_path, mo
 
 def test_trtllm_tensorrt_backend_logs_the_cpp_message(tmp_path, monkeypatch):
     (f,) = trt(tmp_path, monkeypatch, "backend: tensorrt\nmax_seq_len: 131072\nmax_batch_size: 8\n").findings
-    assert "maxAttentionWindowVec too large to fit at least one sequence in kvCache. Old: (131072)" in f.message
+    assert "maxAttentionWindowVec too large to fit at least one sequence in kvCache. Old: (131072)" in f.evidence[0]
 
 
 def test_trtllm_fail_fast_refuses_instead(tmp_path, monkeypatch):
     (f,) = trt(tmp_path, monkeypatch, "backend: tensorrt\nmax_seq_len: 131072\nmax_batch_size: 8\n"
                                       "fail_fast_on_attention_window_too_large: true\n").findings
-    assert "Failing fast" in f.message
+    assert f.message.endswith("it fails at startup") and "shrinks" not in f.message
+    assert "Failing fast" in f.evidence[0]
 
 
 @pytest.mark.parametrize(("text", "gpu", "why"), [
@@ -471,3 +472,10 @@ def test_a_live_float32_model_caches_kv_in_float32():
     (f,) = token("float32")
     assert "at about token 35520 (32.00 GiB of KV cache at 131072)" in f.message
     assert "· 4 B · 32 layers" in f.evidence[1]
+
+
+def test_trtllm_no_block_fits_is_a_startup_failure_not_a_shrink(tmp_path, monkeypatch):
+    """When not even one KV block fits, TensorRT-LLM does not start: the message must not say it
+    shrinks the window and goes on."""
+    (f,) = trt(tmp_path, monkeypatch, "max_seq_len: 131072\n", gpu="T4").findings  # 15 GiB: bf16 8B weights leave nothing
+    assert f.message.endswith("it fails at startup") and "shrinks" not in f.message
