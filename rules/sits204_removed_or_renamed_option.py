@@ -107,7 +107,7 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     version = ctx.target.version
     if plan.framework == "vllm":
         yield from _vllm(plan, ctx)
-    elif plan.framework == "trtllm" and plan.kind == "trtllm-llmapi" and V(version) >= V(trt.LLMAPI_STRICT):
+    elif plan.framework == "trtllm" and plan.kind == "trtllm-llmapi":
         yield from _trtllm(plan, ctx)
     elif plan.framework == "trtllm" and plan.kind == "trtllm-serve-args":
         yield from _trtllm_serve(plan, ctx)
@@ -306,16 +306,29 @@ def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
 
 
 def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
+    from sits_doctor.loaders.trtllm_disagg import reported_elsewhere
+
+    version = ctx.target.version
     evidence = [f"target: {ctx.target}"]
-    release = trt.data_release(ctx.target.version)
-    if release is not None and isinstance(plan.doc.data, dict):
-        root = trt.root_class(plan.value("backend"), release)
+    release = trt.data_release(version)
+    if release is None or V(version) < V(trt.LLMAPI_STRICT):
+        if not reported_elsewhere(plan, Provenance(file=plan.file)):
+            yield _trtllm_unchecked(plan, ctx)
+    elif plan.doc is not None:
+        backend = plan.value(trt.BACKEND)
+        root = trt.root_class(backend, release)
+        other = trt.root_class(trt.TENSORRT_BACKENDS[0], release) if backend is None else None
+        data = {k: s.value for k, s in plan.settings.items() if "." not in k}
         if root is not None:
-            yield from _trtllm_unknown(plan, ctx, root, plan.doc.data, "", release, evidence)
+            for finding in _trtllm_unknown(plan, ctx, root, data, "", release, evidence, other):
+                if not reported_elsewhere(plan, _prov(finding)):
+                    yield finding
+    if V(version) < V(trt.LLMAPI_STRICT):
+        return
     for old, (hint, _new_key) in trt.PRE_1_0_KEYS.items():
         for key in (old, f"pytorch_backend_config.{old}"):
             setting = plan.get(key)
-            if setting is None or (key != old and old == "pytorch_backend_config"):
+            if setting is None or (key != old and old == "pytorch_backend_config") or reported_elsewhere(plan, setting.prov):
                 continue
             yield RULE.finding(
                 plan, setting,
@@ -327,33 +340,88 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
             )
 
 
+def _prov(finding: Finding) -> Provenance:
+    loc = finding.location
+    return Provenance(file=loc.file, pointer=loc.pointer or "")
+
+
+def _trtllm_unchecked(plan: Plan, ctx) -> Finding:
+    """Info: the target's LLM-API models are not in the tables, so no key was judged."""
+    version, releases = ctx.target.version, trt.data_releases()
+    newest = releases[-1]
+    why = (f"newer than {newest}, the newest release read" if V(version) > V(newest)
+           else "a release whose llm_args.py was not read")
+    return RULE.finding(
+        plan, plan.anchor,
+        f"the LLM-API options of TensorRT-LLM {version} were not checked ({why}; the tables hold "
+        f"{', '.join(releases)}): unknown keys are not reported",
+        severity=Severity.INFO, evidence=[f"target: {ctx.target}"],
+        fix_hint=f"pin a release the tables hold (--target trtllm=={newest}) to check against its models",
+    )
+
+
 def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, release: str,
-                    evidence: list[str]) -> Iterator[Finding]:
-    """Keys that the release's LLM-API models do not have (they forbid unknown keys)."""
+                    evidence: list[str], other: str | None = None) -> Iterator[Finding]:
+    """Keys that the release's LLM-API models do not have (they forbid unknown keys). ``other``:
+    at the top level of a file that names no backend, the other backend's LlmArgs class; a key
+    only it has is accepted there, so it is reported as information, with the assumption named."""
+    from sits_doctor.frameworks import trtllm_disagg as disagg
+    from sits_doctor.frameworks import trtllm_serve as serve
+
     found = trt.fields_of(class_name, release)
     if found is None:
         return
     fields, forbid = found
+    if not prefix and plan.entry == disagg.WORKER_ENTRY:
+        fields = fields | set(disagg.WORKER_PARAMS)  # get_llm_args() takes them by name
+    other_fields = (trt.fields_of(other, release) or (set(), False))[0] if other else set()
     for key, value in data.items():
         dotted = f"{prefix}{key}"
-        if key not in fields:
-            if not forbid or dotted in trt.PRE_1_0_KEYS or key in trt.PRE_1_0_KEYS:
-                continue  # the pre-1.0 keys have their own finding with the 1.x spelling
-            setting = plan.get(dotted)
-            close = closest(key, fields)
+        setting = plan.get(dotted)
+        if key in fields:
+            if isinstance(value, dict):
+                nested = trt.nested_class(class_name, key, value, release)
+                if nested is not None:
+                    yield from _trtllm_unknown(plan, ctx, nested, value, dotted + ".", release, evidence)
+            continue
+        if not forbid or dotted in trt.PRE_1_0_KEYS or key in trt.PRE_1_0_KEYS:
+            continue  # the pre-1.0 keys have their own finding with the 1.x spelling
+        where = setting or plan.anchor
+        models = f"tensorrt_llm/llmapi/llm_args.py@v{release}"
+        if key in other_fields:
             yield RULE.finding(
-                plan, setting or Provenance.at(plan.doc, "/" + dotted.replace(".", "/")),
-                f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {ctx.target.name} refuses to '
-                "start (pydantic extra='forbid')",
-                evidence=evidence + [f"fields of {class_name} in tensorrt_llm/llmapi/llm_args.py@v{release}"],
-                fix_hint=f'did you mean "{close}"?' if close else "remove it",
-                fixes=[edit.rename(setting, close, f"rename {key} to {close} (a guess at the typo)", Safety.UNSAFE)]
-                if close and setting is not None else [],
+                plan, where,
+                f"{dotted} is an option of the TensorRT backend only ({other} in TensorRT-LLM {release}), "
+                f"not of the PyTorch backend ({class_name}), which was assumed: {trt.ASSUMED_BACKEND_WHY}. "
+                "With the PyTorch backend TensorRT-LLM refuses to start (pydantic extra='forbid'); "
+                "with the TensorRT backend it is accepted",
+                severity=Severity.INFO,
+                evidence=evidence + [f"fields of {class_name} and {other} in {models}"],
+                fix_hint="say which backend runs: backend: tensorrt in the file (or trtllm-serve --backend "
+                         "tensorrt) if it is meant for the TensorRT engine; else remove it",
             )
-        elif isinstance(value, dict):
-            nested = trt.nested_class(class_name, key, value, release)
-            if nested is not None:
-                yield from _trtllm_unknown(plan, ctx, nested, value, dotted + ".", release, evidence)
+            if isinstance(value, dict):
+                nested = trt.nested_class(other, key, value, release)
+                if nested is not None:
+                    yield from _trtllm_unknown(plan, ctx, nested, value, dotted + ".", release, evidence)
+            continue
+        assumed = [f"backend: {trt.ASSUMED_BACKEND} assumed ({trt.ASSUMED_BACKEND_WHY})"] if other else []
+        flag = serve.BY_FLAG.get(f"--{key}") if not prefix else None
+        close = closest(key, fields)
+        if flag is not None and flag.field and flag.field != key:
+            hint = (f"--{key} is trtllm-serve's command-line flag; in the YAML its value goes to {flag.field} "
+                    "(trtllm-serve loads the YAML as LLM-API fields and renames no key: update_llm_args_with_extra_dict)")
+        else:
+            hint = f'did you mean "{close}"?' if close else "remove it"
+        yield RULE.finding(
+            plan, where,
+            f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {ctx.target.name} refuses to '
+            "start (pydantic extra='forbid')",
+            evidence=evidence + assumed + [f"fields of {class_name} in {models}"],
+            fix_hint=hint,
+            fixes=[edit.rename(setting, close, f"rename {key} to {close} (a guess at the typo)", Safety.UNSAFE)]
+            if close and setting is not None and flag is None else [],
+        )
 
 
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:

@@ -287,6 +287,8 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
     for key, module, sniff, make in _WRAPPERS:
         if key in data and getattr(_wrapper(module), sniff)(data):
             return getattr(_wrapper(module), make)(doc)
+    if trtllm.is_disagg_yaml(data):  # trtllm-serve disaggregated -c: one LLM-API plan per server section
+        return _wrapper("trtllm_disagg").plans(doc)
     if trtllm.is_llmapi_yaml(data):
         return [trtllm.plan_from_llmapi(doc)]
     if vllm.is_vllm_yaml(data):
