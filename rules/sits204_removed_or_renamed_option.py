@@ -15,10 +15,19 @@ Reports options that the target framework version rejects at startup or silently
   (`--x.y`): only vLLM's own `parse_args` rewrites those.
 - **TensorRT-LLM** LLM-API / `trtllm-serve` YAML keys from before 1.0 (`use_cuda_graph`,
   `kv_cache_dtype`, `pytorch_backend_config`, ...), which 1.x rejects (`extra="forbid"`), and, for
-  the release series whose models were read (1.0.x), any key the models do not have; and
-  `trtllm-serve` command-line flags its click command does not have at the target (click
-  refuses to start: "No such option"; click does not treat `-` and `_` alike, so
-  `--max-batch-size` is not `--max_batch_size`).
+  the release series whose models were read (1.0.x, 1.1.x, 1.2.x), any key the models do not have
+  (a command-line flag's name such as `kv_cache_free_gpu_memory_fraction` gets the field it feeds
+  as the hint). A file that names no `backend` is judged as the PyTorch backend (trtllm-serve's
+  default from 1.0); a key only the TensorRT backend's `TrtLlmArgs` has
+  (`extended_runtime_perf_knob_config`) is then information that names the assumption, not an
+  error. The `context_servers` / `generation_servers` sections of a `trtllm-serve disaggregated -c`
+  file are judged as the LLM-API options their workers get (the top-level keys the disaggregated
+  server reads itself, `num_instances`, `urls` and `router` are not options of the workers). A
+  target outside the tables (0.x, a 1.0 release candidate, anything newer than 1.2) gets an info
+  finding saying the keys were not checked. `trtllm-serve` command-line flags its click command
+  does not have at the target (click refuses to start: "No such option"; click does not treat `-`
+  and `_` alike, so `--max-batch-size` is not `--max_batch_size`) are errors when the target's
+  own release series was read, and information when only another series' options were.
 - **transformers** `generation_config.json` `cache_implementation` values the target version
   rejects (`"mamba"` from 4.56, `"dynamic_full"` by 5.24, `"offloaded"` before 4.50, ...).
 - **ORT GenAI** `genai_config.json` keys its strict parser rejects (`Unknown value`), top-level
@@ -66,6 +75,16 @@ known (said to be assumed).
 - TensorRT-LLM: release notes 1.0 "API Changes" (`docs/source/release-notes.md`), v1.0.0rc2
   (#5014, `cuda_graph_config`), `tensorrt_llm/llmapi/llm_args.py@v1.0.0` (`StrictBaseModel`,
   `extra="forbid"`, the fields of every config class; read by tools/gen_trtllm_options.py).
+- TensorRT-LLM `trtllm-serve --config` / `--extra_llm_api_options`: `tensorrt_llm/commands/serve.py`
+  (NVIDIA/TensorRT-LLM@00209af, and a later main snapshot with `is_non_default_or_required`) loads
+  the YAML with `yaml.safe_load` and merges it with `update_llm_args_with_extra_dict`, which renames
+  no top-level key (`tensorrt_llm/llmapi/llm_args.py` at main@0004396: only `hf_revision` →
+  `revision`, and deep merges of `kv_cache_config`/`telemetry_config`/`multimodal_config`), before
+  `LLM(**llm_args)`; NVIDIA's own curated `examples/configs/curated/qwen3.yaml` moved its
+  `kv_cache_free_gpu_memory_fraction` into `kv_cache_config.free_gpu_memory_fraction` (main@4b7d719).
+- TensorRT-LLM disaggregated serving: `tensorrt_llm/llmapi/disagg_utils.py`@0228a71
+  (`extract_disagg_cfg`, `extract_ctx_gen_cfgs`, `extract_router_config`) and `serve.py`@00209af
+  (`disaggregated_mpi_worker`: `get_llm_args(**other_args)`); see sits_doctor/frameworks/trtllm_disagg.py.
 - KServe: `python/huggingfaceserver/huggingfaceserver/__main__.py` (`parser.parse_known_args()`,
   kserve/kserve@aaac4e2 and the tags v0.13.0 … v0.20.0); vLLM's `FlexibleArgumentParser.parse_args`
   (`vllm/utils/argparse_utils.py@0.33.0`) is where `_` becomes `-` and `--x.y` is expanded.
@@ -281,12 +300,20 @@ def _spelled_like(setting: Setting, name: str) -> str:
 
 
 def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
-    """Flags the target's ``trtllm-serve serve`` click command does not have."""
+    """Flags the target's ``trtllm-serve serve`` click command does not have. Judged as an error
+    only by a snapshot of the target's own release series; a snapshot of another series (the
+    nearest one below) gives information, and a target before every snapshot is said unchecked."""
     from sits_doctor.frameworks import trtllm_serve as serve
 
     release = serve.release_for(ctx.target.version)
     if release is None:
+        yield RULE.finding(
+            plan, plan.anchor,
+            f"the trtllm-serve flags were not checked: TensorRT-LLM {ctx.target.version} is older than "
+            f"{serve.RELEASES[0].version}, the oldest trtllm-serve whose options were read",
+            severity=Severity.INFO, evidence=[f"target: {ctx.target}"])
         return
+    own = serve.same_series(release, ctx.target.version)
     evidence = [f"target: {ctx.target}", f"trtllm-serve options of {release.version}"
                 f"{' (assumed)' if release.assumed else ''}: {release.source}"]
     for setting in plan.settings.values():
@@ -295,6 +322,15 @@ def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
             continue
         when = "" if serve.key_of(flag) is None else " (other releases have it)"
         close = closest(flag, release.flags)
+        if not own:
+            yield RULE.finding(
+                plan, setting,
+                f"{flag} is not an option of trtllm-serve {release.version}{when}, the nearest release read "
+                f"below {ctx.target.version}; {ctx.target.version}'s own options were not read, so whether it "
+                "refuses to start was not checked",
+                severity=Severity.INFO, evidence=evidence,
+                fix_hint=f"did you mean {close}?" if close else "check it against your release's trtllm-serve --help")
+            continue
         yield RULE.finding(
             plan, setting,
             f"{flag} is not an option of trtllm-serve {release.version}{when}: {ctx.target.name} refuses to "
@@ -343,6 +379,16 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
 def _prov(finding: Finding) -> Provenance:
     loc = finding.location
     return Provenance(file=loc.file, pointer=loc.pointer or "")
+
+
+def _starter(plan: Plan, ctx, at: Setting | Provenance) -> str:
+    """Who refuses a bad LLM-API key: the target, or for a section of a disaggregated config the
+    command that builds those workers' LLM from it."""
+    from sits_doctor.frameworks.trtllm_disagg import WORKER_ENTRY
+    from sits_doctor.loaders.trtllm_disagg import workers
+
+    reached = workers(plan, at.prov if isinstance(at, Setting) else at)
+    return ctx.target.name if reached is None else f"{ctx.target.name} ({WORKER_ENTRY}, for the {reached} workers)"
 
 
 def _trtllm_unchecked(plan: Plan, ctx) -> Finding:
@@ -415,12 +461,14 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
             hint = f'did you mean "{close}"?' if close else "remove it"
         yield RULE.finding(
             plan, where,
-            f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {ctx.target.name} refuses to '
-            "start (pydantic extra='forbid')",
+            f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {_starter(plan, ctx, where)} '
+            "refuses to start (pydantic extra='forbid')",
             evidence=evidence + assumed + [f"fields of {class_name} in {models}"],
             fix_hint=hint,
             fixes=[edit.rename(setting, close, f"rename {key} to {close} (a guess at the typo)", Safety.UNSAFE)]
-            if close and setting is not None and flag is None else [],
+            if close and setting is not None and flag is None
+            else [edit.display(setting, f"move {key} to {flag.field}", "the value belongs under another key")]
+            if flag is not None and setting is not None else [],
         )
 
 

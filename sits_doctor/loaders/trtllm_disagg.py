@@ -55,3 +55,14 @@ def reported_elsewhere(plan: Plan, at: Provenance) -> bool:
         return False
     first = next((s for s in fw.SECTIONS if isinstance(plan.doc.data.get(s), dict)), None)
     return section != join_pointer("", first or "")
+
+
+def workers(plan: Plan, at: Provenance) -> str | None:
+    """Which workers a setting at ``at`` reaches ("context_servers", or both sections for a
+    top-level key); None for a plan that is not a section of a disaggregated config."""
+    if plan.entry != fw.WORKER_ENTRY or plan.doc is None:
+        return None
+    section = plan.anchor.pointer.lstrip("/")
+    if at.pointer.startswith(f"/{section}/"):
+        return section
+    return " and ".join(s for s in fw.SECTIONS if isinstance(plan.doc.data.get(s), dict))
