@@ -28,6 +28,9 @@ Reports options that the target framework version rejects at startup or silently
   does not have at the target (click refuses to start: "No such option"; click does not treat `-`
   and `_` alike, so `--max-batch-size` is not `--max_batch_size`) are errors when the target's
   own release series was read, and information when only another series' options were.
+- **TensorRT-LLM** `trtllm-build` command lines in scripts (read as the engine they build, so the
+  engine rules judge their `--context_fmha`, `--max_seq_len`, ... as they judge the engine's
+  `config.json`): a flag none of the parser snapshots read has is information (not checked).
 - **transformers** `generation_config.json` `cache_implementation` values the target version
   rejects (`"mamba"` from 4.56, `"dynamic_full"` by 5.24, `"offloaded"` before 4.50, ...).
 - **ORT GenAI** `genai_config.json` keys its strict parser rejects (`Unknown value`), top-level
@@ -130,6 +133,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         yield from _trtllm(plan, ctx)
     elif plan.framework == "trtllm" and plan.kind == "trtllm-serve-args":
         yield from _trtllm_serve(plan, ctx)
+    elif plan.framework == "trtllm" and plan.kind == "trtllm-engine" and plan.entry:
+        yield from _trtllm_build(plan, ctx)
     elif plan.framework == "ortgenai":
         yield from _ortgenai(plan, ctx)
     elif plan.framework == "hf":
@@ -339,6 +344,25 @@ def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
             fixes=[edit.rename(setting, close, f"rename {flag} to {close}", Safety.UNSAFE) if close
                    else edit.remove(setting, f"remove {flag}", Safety.UNSAFE)],
         )
+
+
+def _trtllm_build(plan: Plan, ctx) -> Iterator[Finding]:
+    """A trtllm-build flag no parser snapshot read has: information (which release each snapshot
+    is was not established, so nothing is judged as a failure)."""
+    from sits_doctor.frameworks import trtllm_build as build
+
+    known = set(build.FLAGS) | build.OTHER_FLAGS
+    for setting in plan.settings.values():
+        flag = setting.raw_key
+        if not flag.startswith("--") or flag in known:
+            continue
+        close = closest(flag, known)
+        yield RULE.finding(
+            plan, setting,
+            f"{flag} is not a trtllm-build flag in the parser snapshots read; whether {ctx.target.name}'s "
+            "trtllm-build accepts it was not checked (argparse refuses an unknown flag: the build would fail)",
+            severity=Severity.INFO, evidence=[f"target: {ctx.target}", f"trtllm-build options: {build.SOURCE}"],
+            fix_hint=f"did you mean {close}?" if close else "check it against your release's trtllm-build --help")
 
 
 def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
