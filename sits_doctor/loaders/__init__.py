@@ -278,6 +278,8 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
         return _wrapper("kserve").plans(doc)
     if data.get("kind") == "ConfigMap" and _wrapper("kaito").is_kaito_config(data):
         return _wrapper("kaito").plans(doc)
+    if data.get("kind") == "ConfigMap" and _wrapper("trtllm_configmap").is_llmapi_configmap(data):
+        return _wrapper("trtllm_configmap").plans(doc)  # an LLM-API file mounted as a ConfigMap (Dynamo recipes)
     if kubernetes.is_kubernetes(data):
         return kubernetes.plans(doc)
     if compose.is_compose(data):
