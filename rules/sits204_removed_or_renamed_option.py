@@ -477,9 +477,10 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
             continue
         assumed = [f"backend: {trt.ASSUMED_BACKEND} assumed ({trt.ASSUMED_BACKEND_WHY})"] if other else []
         flag = serve.BY_FLAG.get(f"--{key}") if not prefix else None
+        moved = flag.field if flag is not None and flag.field != key else None  # a flag's name: its field
         close = closest(key, fields)
-        if flag is not None and flag.field and flag.field != key:
-            hint = (f"--{key} is trtllm-serve's command-line flag; in the YAML its value goes to {flag.field} "
+        if moved:
+            hint = (f"--{key} is trtllm-serve's command-line flag; in the YAML its value goes to {moved} "
                     "(trtllm-serve loads the YAML as LLM-API fields and renames no key: update_llm_args_with_extra_dict)")
         else:
             hint = f'did you mean "{close}"?' if close else "remove it"
@@ -489,10 +490,10 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
             "refuses to start (pydantic extra='forbid')",
             evidence=evidence + assumed + [f"fields of {class_name} in {models}"],
             fix_hint=hint,
-            fixes=[edit.rename(setting, close, f"rename {key} to {close} (a guess at the typo)", Safety.UNSAFE)]
-            if close and setting is not None and flag is None
-            else [edit.display(setting, f"move {key} to {flag.field}", "the value belongs under another key")]
-            if flag is not None and setting is not None else [],
+            fixes=[] if setting is None
+            else [edit.display(setting, f"move {key} to {moved}", "the value belongs under another key")] if moved
+            else [edit.rename(setting, close, f"rename {key} to {close} (a guess at the typo)", Safety.UNSAFE)]
+            if close else [],
         )
 
 

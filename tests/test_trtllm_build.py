@@ -104,3 +104,35 @@ def test_a_flag_no_snapshot_has_is_information(tmp_path):
     assert (finding.code, finding.severity.value, finding.location.line, finding.location.col) == ("SITS204", "info", 2, 33)
     assert finding.fix_hint == "did you mean --max_input_len?"
     assert "was not checked" in finding.message
+
+
+def test_what_runs_no_build():
+    # the command after an operator is what is judged: `echo trtllm-build` builds nothing
+    for text in ("true && echo trtllm-build --max_seq_len 8\n", "/bin/echo trtllm-build --max_seq_len 8\n"):
+        assert plan_of(text)[1] is None, text
+    _, plan = plan_of("python3 -m tensorrt_llm.commands.build")
+    assert (plan.entry, plan.settings, plan.args_site) == ("python -m tensorrt_llm.commands.build", {}, None)
+    _, plan = plan_of("python3 -m tensorrt_llm.commands.build --max_seq_len 8 --max_batch_size 2\n")
+    assert [(k, s.value) for k, s in plan.settings.items()] == [
+        ("build_config.max_seq_len", 8), ("build_config.max_batch_size", 2)]
+
+
+def test_positional_words_are_skipped_and_the_anchor_is_the_last_word():
+    doc, plan = plan_of("trtllm-build stray --max_seq_len 8 word --max_batch_size 2")
+    assert [(k, s.value) for k, s in plan.settings.items()] == [
+        ("build_config.max_seq_len", 8), ("build_config.max_batch_size", 2)]
+    assert (plan.anchor.line, plan.anchor.col) == (1, doc.text.index(" 2") + 2)
+    assert plan.unchecked == 0 and plan.env == {}
+
+
+def test_variables_expand_from_the_environment_given():
+    from sits_doctor.plan import Setting
+
+    doc = parse_script("trtllm-build --max_seq_len $LEN --max_batch_size $N\n", "b.sh")
+    tokens = _tokens(doc, doc.derived["shell-words"], 0)
+    env = {"LEN": Setting(key="LEN", raw_key="LEN", value="4096", raw="4096")}
+    plan = trtllm_build.plan_from_tokens(doc, tokens, label="b", anchor=tokens[0].prov, env=env)
+    assert plan.get("build_config.max_seq_len").value == 4096 and plan.unchecked == 1
+    assert plan.env == env
+    kept = trtllm_build.plan_from_tokens(doc, tokens, label="b", anchor=tokens[0].prov, env=env, env_expands=False)
+    assert kept.get("build_config.max_seq_len").templated and kept.unchecked == 0

@@ -61,6 +61,7 @@ def test_sniffing():
     assert not trtllm_configmap.is_llmapi_configmap(plain.data)
     assert not trtllm_configmap.is_llmapi_configmap({"kind": "Secret", "data": {"a": "backend: x"}})
     assert not trtllm_configmap.is_llmapi_configmap({"kind": "ConfigMap", "data": ["max_num_tokens: 1"]})
+    assert trtllm_configmap.is_llmapi_configmap({"kind": "ConfigMap", "data": {"n": 5, "c.yaml": "max_num_tokens: 1"}})
     # an indented line is not a top-level key of the inner file
     assert not trtllm_configmap.is_llmapi_configmap({"kind": "ConfigMap", "data": {"a": "x:\n  backend: y\n"}})
     assert trtllm_configmap.is_llmapi_configmap({"kind": "ConfigMap", "data": {"d.yaml": "context_servers:\n  a: 1\n"}})

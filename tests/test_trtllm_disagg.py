@@ -129,9 +129,9 @@ def test_unchecked_release_is_said_once_per_file(tmp_path):
 def test_reported_elsewhere_and_workers():
     doc, (ctx, gen) = section_plans()
     top, own = Provenance.at(doc, "/model"), Provenance.at(doc, "/generation_servers/router")
-    assert not trtllm_disagg.reported_elsewhere(ctx, top)
+    assert trtllm_disagg.reported_elsewhere(ctx, top) is False
     assert trtllm_disagg.reported_elsewhere(gen, top)
-    assert not trtllm_disagg.reported_elsewhere(gen, own)
+    assert trtllm_disagg.reported_elsewhere(gen, own) is False
     assert trtllm_disagg.workers(ctx, top) == "context_servers and generation_servers"
     assert trtllm_disagg.workers(gen, own) == "generation_servers"
     plain = ctx.copy(entry="")

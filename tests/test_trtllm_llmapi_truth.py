@@ -137,3 +137,10 @@ def test_same_series():
     assert serve.same_series(r020, "0.20.1") and not serve.same_series(r020, "1.0.0")
     assert serve.same_series(r11rc6, "1.1.0rc6") and serve.same_series(r11, "1.1.9")
     assert not serve.same_series(r12, "1.3.0") and not serve.same_series(r12, "1.1.9")
+
+
+def test_a_server_only_flag_name_is_not_moved(tmp_path):
+    # --port configures the server, not an LLM-API field: no field to move it to
+    (finding,) = check(tmp_path, "max_num_tokens: 8\nport: 8000\n").findings
+    assert (finding.severity.value, finding.location.line) == ("error", 2)
+    assert "command-line flag" not in finding.fix_hint and not any(f.title.startswith("move") for f in finding.fixes)
