@@ -75,3 +75,23 @@ def test_a_disaggregated_config_in_a_configmap(tmp_path):
     assert plan.label == f"TensorRT-LLM disaggregated serving config {path} ConfigMap/d data.disagg.yaml (context_servers)"
     assert plan.get("max_num_tokens").prov.line == 9
     assert engine.check([path], engine.CheckOptions(isolated=True)).findings == []
+
+
+def test_invalid_yaml_in_the_string_is_an_input_error_at_the_manifest_line(tmp_path):
+    import pytest
+
+    from sits_doctor.cli import main
+
+    path = tmp_path / "cm.yaml"
+    path.write_text("kind: ConfigMap\nmetadata:\n  name: x\ndata:\n  config.yaml: |\n    max_num_tokens: 8\n"
+                    "    backend: a: b\n    print_iter_log: true\n")
+    (err,) = load_paths([path]).errors
+    assert (err.line, err.col) == (7, 15)
+    assert err.message.endswith("(in the LLM-API options of ConfigMap/x data.config.yaml)")
+    with pytest.raises(SystemExit) as exited:
+        main(["check", str(path), "--isolated"])
+    assert exited.value.code == 2
+    quoted = tmp_path / "q.yaml"
+    quoted.write_text('kind: ConfigMap\ndata:\n  c.yaml: "max_num_tokens: [1"\n')
+    (err,) = load_paths([quoted]).errors
+    assert (err.line, err.col) == (3, 11)  # not a literal block: the string's own position

@@ -34,8 +34,6 @@ def is_llmapi_configmap(data: Any) -> bool:
 
 
 def plans(doc: SourceDoc) -> list[Plan]:
-    from sits_doctor.source_yaml import parse_embedded
-
     meta = doc.data.get("metadata")
     name = meta.get("name", "?") if isinstance(meta, dict) else "?"
     out: list[Plan] = []
@@ -43,7 +41,7 @@ def plans(doc: SourceDoc) -> list[Plan]:
         if not _mentions_llmapi(text):
             continue
         where = f"ConfigMap/{name} data.{key}"
-        for inner in parse_embedded(doc, join_pointer("/data", key)):
+        for inner in _embedded(doc, join_pointer("/data", key), where):
             if trtllm.is_disagg_yaml(inner.data):
                 from sits_doctor.loaders import trtllm_disagg
 
@@ -53,3 +51,22 @@ def plans(doc: SourceDoc) -> list[Plan]:
                 plan = trtllm.plan_from_llmapi(inner)
                 out.append(plan.copy(label=f"TensorRT-LLM LLM-API options {doc.path} {where}"))
     return out
+
+
+def _embedded(doc: SourceDoc, pointer: str, where: str) -> list[SourceDoc]:
+    """The documents of the string at ``pointer``; invalid YAML is an input error at the line of
+    the manifest it is on (a literal ``|`` block's line ``n`` is the ``n``-th line after the
+    indicator, indented by the block's indentation)."""
+    from sits_doctor.errors import InputError
+    from sits_doctor.source_yaml import parse_embedded
+
+    try:
+        return parse_embedded(doc, pointer)
+    except InputError as err:
+        pos = doc.pos(pointer)
+        line, col = pos.line, pos.col
+        if pos.style == "|" and err.line is not None:
+            first = doc.text.split("\n")[pos.line] if pos.line < doc.text.count("\n") + 1 else ""
+            indent = len(first) - len(first.lstrip(" "))
+            line, col = pos.line + err.line, indent + (err.col or 1)
+        raise InputError(doc.path, f"{err.message} (in the LLM-API options of {where})", line, col) from None
