@@ -15,10 +15,22 @@ Reports options that the target framework version rejects at startup or silently
   (`--x.y`): only vLLM's own `parse_args` rewrites those.
 - **TensorRT-LLM** LLM-API / `trtllm-serve` YAML keys from before 1.0 (`use_cuda_graph`,
   `kv_cache_dtype`, `pytorch_backend_config`, ...), which 1.x rejects (`extra="forbid"`), and, for
-  the release series whose models were read (1.0.x), any key the models do not have; and
-  `trtllm-serve` command-line flags its click command does not have at the target (click
-  refuses to start: "No such option"; click does not treat `-` and `_` alike, so
-  `--max-batch-size` is not `--max_batch_size`).
+  the release series whose models were read (1.0.x, 1.1.x, 1.2.x), any key the models do not have
+  (a command-line flag's name such as `kv_cache_free_gpu_memory_fraction` gets the field it feeds
+  as the hint). A file that names no `backend` is judged as the PyTorch backend (trtllm-serve's
+  default from 1.0); a key only the TensorRT backend's `TrtLlmArgs` has
+  (`extended_runtime_perf_knob_config`) is then information that names the assumption, not an
+  error. The `context_servers` / `generation_servers` sections of a `trtllm-serve disaggregated -c`
+  file are judged as the LLM-API options their workers get (the top-level keys the disaggregated
+  server reads itself, `num_instances`, `urls` and `router` are not options of the workers). A
+  target outside the tables (0.x, a 1.0 release candidate, anything newer than 1.2) gets an info
+  finding saying the keys were not checked. `trtllm-serve` command-line flags its click command
+  does not have at the target (click refuses to start: "No such option"; click does not treat `-`
+  and `_` alike, so `--max-batch-size` is not `--max_batch_size`) are errors when the target's
+  own release series was read, and information when only another series' options were.
+- **TensorRT-LLM** `trtllm-build` command lines in scripts (read as the engine they build, so the
+  engine rules judge their `--context_fmha`, `--max_seq_len`, ... as they judge the engine's
+  `config.json`): a flag none of the parser snapshots read has is information (not checked).
 - **transformers** `generation_config.json` `cache_implementation` values the target version
   rejects (`"mamba"` from 4.56, `"dynamic_full"` by 5.24, `"offloaded"` before 4.50, ...).
 - **ORT GenAI** `genai_config.json` keys its strict parser rejects (`Unknown value`), top-level
@@ -66,6 +78,16 @@ known (said to be assumed).
 - TensorRT-LLM: release notes 1.0 "API Changes" (`docs/source/release-notes.md`), v1.0.0rc2
   (#5014, `cuda_graph_config`), `tensorrt_llm/llmapi/llm_args.py@v1.0.0` (`StrictBaseModel`,
   `extra="forbid"`, the fields of every config class; read by tools/gen_trtllm_options.py).
+- TensorRT-LLM `trtllm-serve --config` / `--extra_llm_api_options`: `tensorrt_llm/commands/serve.py`
+  (NVIDIA/TensorRT-LLM@00209af, and a later main snapshot with `is_non_default_or_required`) loads
+  the YAML with `yaml.safe_load` and merges it with `update_llm_args_with_extra_dict`, which renames
+  no top-level key (`tensorrt_llm/llmapi/llm_args.py` at main@0004396: only `hf_revision` →
+  `revision`, and deep merges of `kv_cache_config`/`telemetry_config`/`multimodal_config`), before
+  `LLM(**llm_args)`; NVIDIA's own curated `examples/configs/curated/qwen3.yaml` moved its
+  `kv_cache_free_gpu_memory_fraction` into `kv_cache_config.free_gpu_memory_fraction` (main@4b7d719).
+- TensorRT-LLM disaggregated serving: `tensorrt_llm/llmapi/disagg_utils.py`@0228a71
+  (`extract_disagg_cfg`, `extract_ctx_gen_cfgs`, `extract_router_config`) and `serve.py`@00209af
+  (`disaggregated_mpi_worker`: `get_llm_args(**other_args)`); see sits_doctor/frameworks/trtllm_disagg.py.
 - KServe: `python/huggingfaceserver/huggingfaceserver/__main__.py` (`parser.parse_known_args()`,
   kserve/kserve@aaac4e2 and the tags v0.13.0 … v0.20.0); vLLM's `FlexibleArgumentParser.parse_args`
   (`vllm/utils/argparse_utils.py@0.33.0`) is where `_` becomes `-` and `--x.y` is expanded.
@@ -107,10 +129,12 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     version = ctx.target.version
     if plan.framework == "vllm":
         yield from _vllm(plan, ctx)
-    elif plan.framework == "trtllm" and plan.kind == "trtllm-llmapi" and V(version) >= V(trt.LLMAPI_STRICT):
+    elif plan.framework == "trtllm" and plan.kind == "trtllm-llmapi":
         yield from _trtllm(plan, ctx)
     elif plan.framework == "trtllm" and plan.kind == "trtllm-serve-args":
         yield from _trtllm_serve(plan, ctx)
+    elif plan.framework == "trtllm" and plan.kind == "trtllm-engine" and plan.entry:
+        yield from _trtllm_build(plan, ctx)
     elif plan.framework == "ortgenai":
         yield from _ortgenai(plan, ctx)
     elif plan.framework == "hf":
@@ -281,12 +305,20 @@ def _spelled_like(setting: Setting, name: str) -> str:
 
 
 def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
-    """Flags the target's ``trtllm-serve serve`` click command does not have."""
+    """Flags the target's ``trtllm-serve serve`` click command does not have. Judged as an error
+    only by a snapshot of the target's own release series; a snapshot of another series (the
+    nearest one below) gives information, and a target before every snapshot is said unchecked."""
     from sits_doctor.frameworks import trtllm_serve as serve
 
     release = serve.release_for(ctx.target.version)
     if release is None:
+        yield RULE.finding(
+            plan, plan.anchor,
+            f"the trtllm-serve flags were not checked: TensorRT-LLM {ctx.target.version} is older than "
+            f"{serve.RELEASES[0].version}, the oldest trtllm-serve whose options were read",
+            severity=Severity.INFO, evidence=[f"target: {ctx.target}"])
         return
+    own = serve.same_series(release, ctx.target.version)
     evidence = [f"target: {ctx.target}", f"trtllm-serve options of {release.version}"
                 f"{' (assumed)' if release.assumed else ''}: {release.source}"]
     for setting in plan.settings.values():
@@ -295,6 +327,15 @@ def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
             continue
         when = "" if serve.key_of(flag) is None else " (other releases have it)"
         close = closest(flag, release.flags)
+        if not own:
+            yield RULE.finding(
+                plan, setting,
+                f"{flag} is not an option of trtllm-serve {release.version}{when}, the nearest release read "
+                f"below {ctx.target.version}; {ctx.target.version}'s own options were not read, so whether it "
+                "refuses to start was not checked",
+                severity=Severity.INFO, evidence=evidence,
+                fix_hint=f"did you mean {close}?" if close else "check it against your release's trtllm-serve --help")
+            continue
         yield RULE.finding(
             plan, setting,
             f"{flag} is not an option of trtllm-serve {release.version}{when}: {ctx.target.name} refuses to "
@@ -305,17 +346,49 @@ def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
         )
 
 
+def _trtllm_build(plan: Plan, ctx) -> Iterator[Finding]:
+    """A trtllm-build flag no parser snapshot read has: information (which release each snapshot
+    is was not established, so nothing is judged as a failure)."""
+    from sits_doctor.frameworks import trtllm_build as build
+
+    known = set(build.FLAGS) | build.OTHER_FLAGS
+    for setting in plan.settings.values():
+        flag = setting.raw_key
+        if not flag.startswith("--") or flag in known:
+            continue
+        close = closest(flag, known)
+        yield RULE.finding(
+            plan, setting,
+            f"{flag} is not a trtllm-build flag in the parser snapshots read; whether {ctx.target.name}'s "
+            "trtllm-build accepts it was not checked (argparse refuses an unknown flag: the build would fail)",
+            severity=Severity.INFO, evidence=[f"target: {ctx.target}", f"trtllm-build options: {build.SOURCE}"],
+            fix_hint=f"did you mean {close}?" if close else "check it against your release's trtllm-build --help")
+
+
 def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
+    from sits_doctor.loaders.trtllm_disagg import reported_elsewhere
+
+    version = ctx.target.version
     evidence = [f"target: {ctx.target}"]
-    release = trt.data_release(ctx.target.version)
-    if release is not None and isinstance(plan.doc.data, dict):
-        root = trt.root_class(plan.value("backend"), release)
+    release = trt.data_release(version)
+    if release is None or V(version) < V(trt.LLMAPI_STRICT):
+        if not reported_elsewhere(plan, Provenance(file=plan.file)):
+            yield _trtllm_unchecked(plan, ctx)
+    elif plan.doc is not None:
+        backend = plan.value(trt.BACKEND)
+        root = trt.root_class(backend, release)
+        other = trt.root_class(trt.TENSORRT_BACKENDS[0], release) if backend is None else None
+        data = {k: s.value for k, s in plan.settings.items() if "." not in k}
         if root is not None:
-            yield from _trtllm_unknown(plan, ctx, root, plan.doc.data, "", release, evidence)
+            for finding in _trtllm_unknown(plan, ctx, root, data, "", release, evidence, other):
+                if not reported_elsewhere(plan, _prov(finding)):
+                    yield finding
+    if V(version) < V(trt.LLMAPI_STRICT):
+        return
     for old, (hint, _new_key) in trt.PRE_1_0_KEYS.items():
         for key in (old, f"pytorch_backend_config.{old}"):
             setting = plan.get(key)
-            if setting is None or (key != old and old == "pytorch_backend_config"):
+            if setting is None or (key != old and old == "pytorch_backend_config") or reported_elsewhere(plan, setting.prov):
                 continue
             yield RULE.finding(
                 plan, setting,
@@ -327,33 +400,101 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
             )
 
 
+def _prov(finding: Finding) -> Provenance:
+    loc = finding.location
+    return Provenance(file=loc.file, pointer=loc.pointer or "")
+
+
+def _starter(plan: Plan, ctx, at: Setting | Provenance) -> str:
+    """Who refuses a bad LLM-API key: the target, or for a section of a disaggregated config the
+    command that builds those workers' LLM from it."""
+    from sits_doctor.frameworks.trtllm_disagg import WORKER_ENTRY
+    from sits_doctor.loaders.trtllm_disagg import workers
+
+    reached = workers(plan, at.prov if isinstance(at, Setting) else at)
+    return ctx.target.name if reached is None else f"{ctx.target.name} ({WORKER_ENTRY}, for the {reached} workers)"
+
+
+def _trtllm_unchecked(plan: Plan, ctx) -> Finding:
+    """Info: the target's LLM-API models are not in the tables, so no key was judged."""
+    version, releases = ctx.target.version, trt.data_releases()
+    newest = releases[-1]
+    why = (f"newer than {newest}, the newest release read" if V(version) > V(newest)
+           else "a release whose llm_args.py was not read")
+    return RULE.finding(
+        plan, plan.anchor,
+        f"the LLM-API options of TensorRT-LLM {version} were not checked ({why}; the tables hold "
+        f"{', '.join(releases)}): unknown keys are not reported",
+        severity=Severity.INFO, evidence=[f"target: {ctx.target}"],
+        fix_hint=f"pin a release the tables hold (--target trtllm=={newest}) to check against its models",
+    )
+
+
 def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, release: str,
-                    evidence: list[str]) -> Iterator[Finding]:
-    """Keys that the release's LLM-API models do not have (they forbid unknown keys)."""
+                    evidence: list[str], other: str | None = None) -> Iterator[Finding]:
+    """Keys that the release's LLM-API models do not have (they forbid unknown keys). ``other``:
+    at the top level of a file that names no backend, the other backend's LlmArgs class; a key
+    only it has is accepted there, so it is reported as information, with the assumption named."""
+    from sits_doctor.frameworks import trtllm_disagg as disagg
+    from sits_doctor.frameworks import trtllm_serve as serve
+
     found = trt.fields_of(class_name, release)
     if found is None:
         return
     fields, forbid = found
+    if not prefix and plan.entry == disagg.WORKER_ENTRY:
+        fields = fields | set(disagg.WORKER_PARAMS)  # get_llm_args() takes them by name
+    other_fields = (trt.fields_of(other, release) or (set(), False))[0] if other else set()
     for key, value in data.items():
         dotted = f"{prefix}{key}"
-        if key not in fields:
-            if not forbid or dotted in trt.PRE_1_0_KEYS or key in trt.PRE_1_0_KEYS:
-                continue  # the pre-1.0 keys have their own finding with the 1.x spelling
-            setting = plan.get(dotted)
-            close = closest(key, fields)
+        setting = plan.get(dotted)
+        if key in fields:
+            if isinstance(value, dict):
+                nested = trt.nested_class(class_name, key, value, release)
+                if nested is not None:
+                    yield from _trtllm_unknown(plan, ctx, nested, value, dotted + ".", release, evidence)
+            continue
+        if not forbid or dotted in trt.PRE_1_0_KEYS or key in trt.PRE_1_0_KEYS:
+            continue  # the pre-1.0 keys have their own finding with the 1.x spelling
+        where = setting or plan.anchor
+        models = f"tensorrt_llm/llmapi/llm_args.py@v{release}"
+        if key in other_fields:
             yield RULE.finding(
-                plan, setting or Provenance.at(plan.doc, "/" + dotted.replace(".", "/")),
-                f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {ctx.target.name} refuses to '
-                "start (pydantic extra='forbid')",
-                evidence=evidence + [f"fields of {class_name} in tensorrt_llm/llmapi/llm_args.py@v{release}"],
-                fix_hint=f'did you mean "{close}"?' if close else "remove it",
-                fixes=[edit.rename(setting, close, f"rename {key} to {close} (a guess at the typo)", Safety.UNSAFE)]
-                if close and setting is not None else [],
+                plan, where,
+                f"{dotted} is an option of the TensorRT backend only ({other} in TensorRT-LLM {release}), "
+                f"not of the PyTorch backend ({class_name}), which was assumed: {trt.ASSUMED_BACKEND_WHY}. "
+                "With the PyTorch backend TensorRT-LLM refuses to start (pydantic extra='forbid'); "
+                "with the TensorRT backend it is accepted",
+                severity=Severity.INFO,
+                evidence=evidence + [f"fields of {class_name} and {other} in {models}"],
+                fix_hint="say which backend runs: backend: tensorrt in the file (or trtllm-serve --backend "
+                         "tensorrt) if it is meant for the TensorRT engine; else remove it",
             )
-        elif isinstance(value, dict):
-            nested = trt.nested_class(class_name, key, value, release)
-            if nested is not None:
-                yield from _trtllm_unknown(plan, ctx, nested, value, dotted + ".", release, evidence)
+            if isinstance(value, dict):
+                nested = trt.nested_class(other, key, value, release)
+                if nested is not None:
+                    yield from _trtllm_unknown(plan, ctx, nested, value, dotted + ".", release, evidence)
+            continue
+        assumed = [f"backend: {trt.ASSUMED_BACKEND} assumed ({trt.ASSUMED_BACKEND_WHY})"] if other else []
+        flag = serve.BY_FLAG.get(f"--{key}") if not prefix else None
+        moved = flag.field if flag is not None and flag.field != key else None  # a flag's name: its field
+        close = closest(key, fields)
+        if moved:
+            hint = (f"--{key} is trtllm-serve's command-line flag; in the YAML its value goes to {moved} "
+                    "(trtllm-serve loads the YAML as LLM-API fields and renames no key: update_llm_args_with_extra_dict)")
+        else:
+            hint = f'did you mean "{close}"?' if close else "remove it"
+        yield RULE.finding(
+            plan, where,
+            f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {_starter(plan, ctx, where)} '
+            "refuses to start (pydantic extra='forbid')",
+            evidence=evidence + assumed + [f"fields of {class_name} in {models}"],
+            fix_hint=hint,
+            fixes=[] if setting is None
+            else [edit.display(setting, f"move {key} to {moved}", "the value belongs under another key")] if moved
+            else [edit.rename(setting, close, f"rename {key} to {close} (a guess at the typo)", Safety.UNSAFE)]
+            if close else [],
+        )
 
 
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:

@@ -52,6 +52,12 @@ KV_CACHE_DTYPE = "kv_cache_config.dtype"
 BACKEND = "backend"
 TENSORRT_BACKENDS = ("tensorrt", "trt")  # LlmArgs.backend values that run a built engine
 PYTORCH_BACKENDS = ("pytorch", "_autodeploy")  # ... and the PyTorch runtime (the default from 1.0)
+# When an LLM-API file sets no backend: trtllm-serve's --backend defaults to pytorch from 1.0
+# (tensorrt_llm/commands/serve.py@00209af; 1.0 release notes "Change default backend to PyTorch in
+# trtllm-serve"), and tensorrt_llm.LLM is the PyTorch LLM (llm_args.py: LlmArgs = TorchLlmArgs).
+ASSUMED_BACKEND = "pytorch"
+ASSUMED_BACKEND_WHY = ("the file sets no backend, and trtllm-serve's --backend defaults to pytorch from 1.0 "
+                       "(tensorrt_llm/commands/serve.py; tensorrt_llm.LLM is the PyTorch LLM)")
 FAIL_FAST_WINDOW = "fail_fast_on_attention_window_too_large"  # raise instead of shrinking the window (1.0+)
 KV_FRACTION_DEFAULT = 0.9  # KvCacheConfig.free_gpu_memory_fraction (fraction of FREE memory) since 0.8.0
 TOKENS_PER_BLOCK_DEFAULT = 32  # KvCacheConfig.tokens_per_block
@@ -178,10 +184,17 @@ def _segment(class_name: str, release: str) -> dict | None:
     return None
 
 
+def data_releases() -> list[str]:
+    """The releases whose LLM-API models the data holds, oldest first."""
+    return list(_data()["releases"])
+
+
 def root_class(backend: str | None, release: str) -> str | None:
+    """The LlmArgs class a file's top level is validated against: ``TrtLlmArgs`` for the
+    TensorRT backend (``tensorrt`` or its alias ``trt``), else ``TorchLlmArgs``."""
     from sits_doctor.versions import V
 
-    for seg in _data()["roots"].get("tensorrt" if backend == "tensorrt" else "pytorch", ()):
+    for seg in _data()["roots"].get("tensorrt" if backend in TENSORRT_BACKENDS else "pytorch", ()):
         if V(seg["first"]) <= V(release) <= V(seg["last"]):
             return seg["class"]
     return None

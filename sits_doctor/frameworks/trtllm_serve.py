@@ -158,6 +158,16 @@ def release_for(version: str) -> Release | None:
     return found
 
 
+def same_series(release: Release, version: str) -> bool:
+    """Whether ``release``'s snapshot speaks for ``version``: the same major.minor series, at or
+    below it. A snapshot of another series (0.20.0 for 1.0.0, 1.2.0 for 1.3.0) does not: options
+    come and go between series."""
+    from sits_doctor.versions import V
+
+    r, v = V(release.version), V(version)
+    return (r.major, r.minor) == (v.major, v.minor) and r <= v
+
+
 def flags_at(version: str) -> frozenset[str] | None:
     """The flags ``trtllm-serve serve`` accepts at ``version``, as far as the snapshots read say
     (a flag added between two snapshots counts from the later one)."""

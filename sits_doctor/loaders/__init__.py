@@ -278,6 +278,8 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
         return _wrapper("kserve").plans(doc)
     if data.get("kind") == "ConfigMap" and _wrapper("kaito").is_kaito_config(data):
         return _wrapper("kaito").plans(doc)
+    if data.get("kind") == "ConfigMap" and _wrapper("trtllm_configmap").is_llmapi_configmap(data):
+        return _wrapper("trtllm_configmap").plans(doc)  # an LLM-API file mounted as a ConfigMap (Dynamo recipes)
     if kubernetes.is_kubernetes(data):
         return kubernetes.plans(doc)
     if compose.is_compose(data):
@@ -287,6 +289,8 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
     for key, module, sniff, make in _WRAPPERS:
         if key in data and getattr(_wrapper(module), sniff)(data):
             return getattr(_wrapper(module), make)(doc)
+    if trtllm.is_disagg_yaml(data):  # trtllm-serve disaggregated -c: one LLM-API plan per server section
+        return _wrapper("trtllm_disagg").plans(doc)
     if trtllm.is_llmapi_yaml(data):
         return [trtllm.plan_from_llmapi(doc)]
     if vllm.is_vllm_yaml(data):

@@ -162,8 +162,14 @@ def _plan_of(doc: SourceDoc, tokens: list[Token], env: dict[str, Setting], image
         from sits_doctor.loaders import trtllm_serve
     except ImportError:  # pragma: no cover - until the trtllm-serve loader lands
         return None
-    return trtllm_serve.plan_from_tokens(doc, tokens, label=label, anchor=anchor, env=env, image=image,
+    plan = trtllm_serve.plan_from_tokens(doc, tokens, label=label, anchor=anchor, env=env, image=image,
                                          env_expands=False)
+    if plan is None:  # a trtllm-build command: the engine it builds
+        from sits_doctor.loaders import trtllm_build
+
+        plan = trtllm_build.plan_from_tokens(doc, tokens, label=label, anchor=anchor, env=env, image=image,
+                                             env_expands=False)
+    return plan
 
 
 # --- Dockerfiles ------------------------------------------------------------------------------

@@ -50,6 +50,14 @@ def is_legacy_engine_config(data: Any) -> bool:
     return sum(k in builder for k in _LEGACY_MARKS) >= 2
 
 
+def is_disagg_yaml(data: Any) -> bool:
+    """A ``trtllm-serve disaggregated -c`` config (its ``context_servers``/``generation_servers``
+    sections hold the workers' LLM-API options): read by :mod:`sits_doctor.loaders.trtllm_disagg`."""
+    from sits_doctor.frameworks.trtllm_disagg import is_disagg_config
+
+    return is_disagg_config(data)
+
+
 def is_llmapi_yaml(data: Any) -> bool:
     if not isinstance(data, dict) or not data:
         return False
