@@ -80,3 +80,12 @@ def test_the_cli_says_it_and_exits_0(tmp_path):
 ])
 def test_servers_in(text, found):
     assert servers_in(text) == found
+
+
+def test_only_the_first_mebibyte_is_looked_at():
+    from sits_doctor.loaders.foreign import TEXT_LIMIT
+
+    launch = "sglang.launch_server"
+    assert TEXT_LIMIT == 2**20
+    assert servers_in(" " * (TEXT_LIMIT - len(launch)) + launch) == ["SGLang"]
+    assert servers_in(" " * (TEXT_LIMIT - len(launch) + 1) + launch) == []  # cut inside the name

@@ -135,6 +135,7 @@ def hf_findings(tmp_path, monkeypatch, quant=None, **sidecars):
 def test_fail_quant_method_missing(tmp_path, monkeypatch):
     (f,) = hf_findings(tmp_path, monkeypatch, {"bits": 4, "group_size": 128})
     assert f.severity is Severity.ERROR  # neither transformers nor vLLM reads it
+    assert f.fix_hint == "add the quant_method of the tool that quantized the weights to quantization_config"
     assert f.message.endswith("transformers 5.24.0 refuses to load it (ValueError)")
     assert f.evidence[0].startswith("transformers 5.24.0 prints: ValueError: The model's quantization config")
     text = (tmp_path / "m" / "config.json").read_text()
@@ -153,12 +154,16 @@ def test_fail_autogptq_sidecar(tmp_path, monkeypatch):
     (f,) = hf_findings(tmp_path, monkeypatch, quantize_config=AUTOGPTQ)
     assert f.severity is Severity.ERROR
     assert f.location.file.endswith("quantize_config.json") and f.location.line == 2
+    assert f.message.startswith("AutoGPTQ int4 quantization is only in quantize_config.json, which transformers")
     assert "does not read: it builds an unquantized model" in f.message
+    assert f.fix_hint == 'write the recipe into config.json\'s quantization_config with "quant_method": "gptq"'
 
 
 def test_fail_modelopt_sidecar_for_transformers(tmp_path, monkeypatch):
     (f,) = hf_findings(tmp_path, monkeypatch, hf_quant_config=MODELOPT_SIDECAR)
-    assert f.severity is Severity.WARNING and "only in hf_quant_config.json" in f.message
+    assert f.severity is Severity.WARNING
+    assert f.message.startswith("ModelOpt fp8 quantization is only in hf_quant_config.json")
+    assert f.fix_hint.endswith('with "quant_method": "modelopt"')
 
 
 @pytest.mark.parametrize("quant", [None, {"quant_method": "gptq", "bits": 4}, {"load_in_4bit": True},
@@ -198,6 +203,7 @@ def test_fail_vllm_autogptq_sidecar(tmp_path, monkeypatch):
     (f,) = vllm_findings(tmp_path, monkeypatch, SERVE, "vllm==0.33.0", quantize_config=AUTOGPTQ)
     assert f.severity is Severity.ERROR and f.location.file.endswith("serve.yaml")
     assert "reads quantize_config.json only when --quantization names a GPTQ method" in f.message
+    assert f.fix_hint.startswith("pass --quantization gptq, or write quantization_config")
 
 
 @pytest.mark.parametrize("algo, fires", [("FP8", False), ("NVFP4", False), ("W4A8_AWQ", True)])
