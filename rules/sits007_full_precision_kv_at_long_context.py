@@ -207,10 +207,9 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
             else f"{len_name} {length}",
             f"{dtype_name} {kv_name} ({kv.prov})" if kv is not None else f"{dtype_name} {kv_name} (not set)",
             *pred.steps,
-            f"requests of {len_name} at once = {estimate} / {length} = {fit:.2f} (range "
-            f"{low / length:.2f}–{high / length:.2f})",
+            f"requests of {len_name} at once = {_at_once(pred, length)}",
             *(f"with fp8: {s}" for s in alt.steps if s.startswith(("KV per token", "KV pool"))),
-            f"with fp8: requests at once = {alt.tokens[1]} / {length} = {alt.max_concurrency:.2f}",
+            f"with fp8: requests at once = {_at_once(alt, length)}",
             *([f"max_num_seqs {cap} ({serving.max_num_seqs.prov})"] if cap else []),
             f"KV scales: {scales.evidence}",
             *pred.assumptions,
@@ -312,6 +311,20 @@ def _kv_scales(dims, scale_one: str = "") -> Scales:
                       "check whether the checkpoint stores k_scale/v_scale")
     return Scales(False, f"The checkpoint ({method}: weights only) carries no KV scales{scale_one}.",
                   f"none: quant_method {method} in {where}", none_hint)
+
+
+def _at_once(pred, length: int) -> str:
+    """How many max-length requests the pool holds, as arithmetic: pool tokens over the length,
+    or (a model whose sliding-window or chunked layers hold less than the request) the pool's bytes
+    over what one request needs."""
+    low, estimate, high = pred.tokens
+    if abs(pred.max_concurrency - estimate / length) < 1e-9:
+        return f"{estimate} / {length} = {pred.max_concurrency:.2f} (range {low / length:.2f}–{high / length:.2f})"
+    from sits_doctor.memory import GIB
+
+    pool = estimate * pred.kv_bytes_per_token
+    return (f"{pool / GIB:.2f} GiB of KV pool / {pool / pred.max_concurrency / GIB:.2f} GiB per request (its "
+            f"windowed layers hold less than the request) = {pred.max_concurrency:.2f}")
 
 
 def _fix(plan: Plan, written, title: str) -> Fix | None:

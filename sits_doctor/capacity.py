@@ -78,6 +78,8 @@ def predict_vllm(dims, *, version: str, memory_bytes: float | None, gpu_name: st
             max_model_len, p, version, **({} if need is None else
                                           {"need_bytes": need[0], "full_bytes_per_token": need[1], "fixed_bytes": need[2]}))
         concurrency = p.estimate / max_model_len
+        if need is not None:  # windowed layers hold less than the request: the pool's bytes over one request's
+            concurrency = p.estimate * p.kv_bytes_per_token / need[0]
     elif p.high <= 0:  # no room for a single block, whatever the length
         ok, reason = vllm_memory.startup_check(1, p, version)
     return Prediction("vllm", kv.value, weights.value, (p.low, p.estimate, p.high), max_model_len, concurrency, ok,
@@ -85,27 +87,47 @@ def predict_vllm(dims, *, version: str, memory_bytes: float | None, gpu_name: st
 
 
 def _hybrid_need(dims, kv_dtype, tp, pp, length, batched, version):
-    """What one request of ``length`` needs on a model mixing sliding-window and full-attention
-    layers, once vLLM checks sliding layers by their window: (bytes, full bytes per token, sliding
-    bytes, the step as text); None for uniform models and older releases."""
+    """What one request of ``length`` needs on a model mixing full-attention layers with layers
+    that hold a bounded window (sliding-window layers, Llama 4's chunked-attention layers), once
+    vLLM sizes those by their window: (bytes, full bytes per token, windowed bytes, the step as
+    text); None for uniform models and older releases. A sliding layer holds at most window − 1 +
+    the tokens of one step (SlidingWindowSpec.max_memory_usage_bytes), a chunked layer the chunk +
+    the tokens of one step (ChunkedLocalAttentionSpec.max_memory_usage_bytes, vllm/v1/
+    kv_cache_interface.py@v0.10.0), never more than the request."""
     from sits_doctor import memory
     from sits_doctor.frameworks import vllm_memory
     from sits_doctor.versions import V
 
-    if V(version) < V(vllm_memory.SLIDING_CHECKED_BY_WINDOW) or dims.sliding_window is None:
+    if V(version) < V(vllm_memory.SLIDING_CHECKED_BY_WINDOW):
         return None
     full, _ = memory.kv_bytes_per_token(dims, kv_dtype, tp=tp, pp=pp)
     every, _ = memory.kv_bytes_per_token(dims, kv_dtype, tp=tp, pp=pp, sliding_per_token=True)
-    window = dims.sliding_window.value
-    if full is None or every is None or not isinstance(window, int) or every.value <= full.value:
+    if full is None or every is None or every.value <= full.value:
         return None
-    held = min(window - 1 + (batched or 0), length)
-    sliding = (every.value - full.value) * held
-    total = full.value * length + sliding
-    return total, full.value, sliding, (
+    types = dims.layer_types.value if dims.layer_types is not None else None
+    windows = []  # (layers, tokens held, what)
+    sliding = dims.sliding_window.value if dims.sliding_window is not None else None
+    chunk = dims.attention_chunk.value if dims.attention_chunk is not None else None
+    if isinstance(types, list):
+        n_sliding = sum(1 for t in types if t == "sliding_attention")
+        n_chunked = sum(1 for t in types if t == memory.CHUNKED_LAYER_TYPE)
+    else:
+        n_sliding, n_chunked = 0, 0
+    if n_sliding and isinstance(sliding, int) and not isinstance(sliding, bool):
+        windows.append((n_sliding, min(sliding - 1 + (batched or 0), length),
+                        f"(window {sliding} − 1 + {batched} batched) on the {n_sliding} sliding-window layers"))
+    if n_chunked and isinstance(chunk, int) and not isinstance(chunk, bool):
+        windows.append((n_chunked, min(chunk + (batched or 0), length),
+                        f"(chunk {chunk} + {batched} batched) on the {n_chunked} chunked-attention layers"))
+    if not windows:
+        return None
+    per_layer = (every.value - full.value) / sum(n for n, _, _ in windows)
+    held_bytes = sum(n * per_layer * held for n, held, _ in windows)
+    total = full.value * length + held_bytes
+    parts = " + ".join(f"{held} tokens {what}" for _, held, what in windows)
+    return total, full.value, held_bytes, (
         f"one request of {length} tokens needs {total / GIB:.2f} GiB = {length} × {full.value / 1024:.1f} KiB on the "
-        f"full-attention layers + {held} tokens (window {window} − 1 + {batched} batched) × "
-        f"{(every.value - full.value) / 1024:.1f} KiB on the sliding-window layers")
+        f"full-attention layers + {parts}, at {per_layer / 1024:.1f} KiB per token and layer")
 
 
 def for_plan(plan) -> dict:

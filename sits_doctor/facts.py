@@ -56,6 +56,7 @@ class ModelDims(NamedTuple):
     rope: Value | None = None  # the rope parameters mapping (rope_scaling / rope_parameters)
     rope_theta: Value | None = None
     sliding_window: Value | None = None
+    attention_chunk: Value | None = None  # Llama 4's attention_chunk_size: the window of its "chunked_attention" layers
     layer_types: Value | None = None
     experts: Value | None = None
     experts_per_token: Value | None = None

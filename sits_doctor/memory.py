@@ -12,7 +12,10 @@ Sources (the frameworks' own code; versions named where the rule changed):
 - Pipeline parallelism: each stage holds its own layers (the largest stage is the one that binds).
 - Sliding-window layers (``layer_types`` / ``sliding_window``) hold at most the window per
   request in vLLM's hybrid allocator (``SlidingWindowSpec``, 0.9+); the per-token figure counts
-  the full-attention layers, and the note says how many sliding layers were left out.
+  the full-attention layers, and the note says how many sliding layers were left out. Llama 4's
+  chunked-attention layers (``attention_chunk_size``) are left out the same way: vLLM keeps at
+  most a chunk plus one step's tokens of them per request (``ChunkedLocalAttentionSpec``,
+  vllm/v1/kv_cache_interface.py@v0.10.0).
 """
 
 from __future__ import annotations
@@ -106,11 +109,17 @@ def _full_attention_layers(dims, layers: int, *, sliding_per_token: bool = False
         return layers, ""
     linear = sum(1 for t in types if t in LINEAR_LAYER_TYPES)
     sliding = 0 if sliding_per_token else sum(1 for t in types if t == "sliding_attention")
+    chunked = 0 if sliding_per_token or _int(dims.attention_chunk) is None else sum(
+        1 for t in types if t == CHUNKED_LAYER_TYPE)
     notes = []
     if sliding:
         window = _int(dims.sliding_window)
         notes.append(f"{sliding} sliding-window layers (window {window}) hold at most the window per request and "
                      "are not counted per token")
+    if chunked:
+        notes.append(f"{chunked} chunked-attention layers (chunk {_int(dims.attention_chunk)}) hold at most a chunk "
+                     "per request and are not counted per token")
+    sliding += chunked
     if linear:
         notes.append(f"{linear} linear-attention layers keep a fixed-size state per request (not modelled) instead "
                      "of per-token KV")
@@ -118,6 +127,7 @@ def _full_attention_layers(dims, layers: int, *, sliding_per_token: bool = False
 
 
 LINEAR_LAYER_TYPES = ("linear_attention", "mamba", "mamba2")  # transformers layer_types of hybrid models
+CHUNKED_LAYER_TYPE = "chunked_attention"  # Llama 4: attention within attention_chunk_size-token chunks
 
 
 # --- weights ---------------------------------------------------------------------------------

@@ -355,3 +355,56 @@ def test_shapes_that_cannot_be_sized_say_what_is_missing():
     headless = {k: v for k, v in LLAMA_8B.items() if k not in ("num_attention_heads", "num_key_value_heads")}
     assert memory.kv_bytes_per_token(dims(headless | {"model_type": "unknown_arch"}), "auto") == (
         None, "num_key_value_heads / head_dim")
+
+
+# --- Llama 4: chunked-attention layers hold a chunk per request --------------------------------
+
+LLAMA4_SCOUT_TEXT = {  # the text config of meta-llama/Llama-4-Scout-17B-16E-Instruct (public config.json)
+    "model_type": "llama4_text", "attention_chunk_size": 8192, "head_dim": 128, "hidden_size": 5120,
+    "intermediate_size": 8192, "intermediate_size_mlp": 16384, "max_position_embeddings": 10485760,
+    "num_attention_heads": 40, "num_hidden_layers": 48, "num_key_value_heads": 8, "num_local_experts": 16,
+    "num_experts_per_tok": 1, "vocab_size": 202048, "torch_dtype": "bfloat16", "no_rope_layers": [1, 1, 1, 0] * 12,
+}
+
+
+def _scout_dims(tmp_path):
+    import json
+
+    from sits_doctor.frameworks import transformers as tf
+    from sits_doctor.loaders import load_model_config
+    from sits_doctor.loaders.hf import model_facts
+
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"architectures": ["Llama4ForConditionalGeneration"], "model_type": "llama4",
+                                "text_config": LLAMA4_SCOUT_TEXT}))
+    doc, sidecars, _ = load_model_config(path)
+    return tf.model_dims(model_facts(doc, sidecars))
+
+
+def test_llama4_chunked_layers_are_not_counted_per_token(tmp_path):
+    dims = _scout_dims(tmp_path)
+    assert dims.layer_types.value.count("chunked_attention") == 36 and dims.attention_chunk.value == 8192
+    full, _ = memory.kv_bytes_per_token(dims, "auto")
+    every, _ = memory.kv_bytes_per_token(dims, "auto", sliding_per_token=True)
+    per_layer = 2 * 8 * 128 * 2  # K and V, 8 KV heads, head_dim 128, bf16
+    assert (full.value, every.value) == (12 * per_layer, 48 * per_layer)
+    assert "36 chunked-attention layers (chunk 8192)" in str(full.prov)
+
+
+def test_llama4_requests_at_once_count_a_chunk_on_the_chunked_layers(tmp_path):
+    """vLLM >= 0.10 keeps chunk + one step's tokens per request on the 36 chunked layers
+    (ChunkedLocalAttentionSpec): at 1310720 tokens a request needs about a quarter of what 48
+    full layers would, so about four times as many fit."""
+    from sits_doctor.capacity import predict_vllm
+
+    dims = _scout_dims(tmp_path)
+    kw = dict(memory_bytes=80e9, gpu_name="H100", utilization=0.9, tp=8, max_model_len=1310720,
+              max_num_batched_tokens=8192)
+    new = predict_vllm(dims, version="0.10.0", **kw)
+    per_layer_rank = 2 * 1 * 128 * 2  # one KV head per rank at TP 8
+    need = 1310720 * 12 * per_layer_rank + (8192 + 8192) * 36 * per_layer_rank
+    pool = new.tokens[1] * new.kv_bytes_per_token
+    assert new.max_concurrency == pytest.approx(pool / need, rel=1e-9)
+    old = predict_vllm(dims, version="0.9.2", **kw)  # before the hybrid allocator: every layer per token
+    assert old.max_concurrency == pytest.approx(old.tokens[1] / 1310720)
+    assert new.max_concurrency > 3.5 * old.max_concurrency

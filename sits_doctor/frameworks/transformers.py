@@ -65,6 +65,9 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "intermediate": ("intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size"),
     "vocab": ("vocab_size", "padded_vocab_size"),
     "sliding_window": ("sliding_window",),
+    # Llama4TextConfig: layers with RoPE attend within chunks of attention_chunk_size tokens
+    # (layer_types "chunked_attention", src/transformers/models/llama4/configuration_llama4.py@5.25.0)
+    "attention_chunk": ("attention_chunk_size",),
     "layer_types": ("layer_types",),
     "experts": ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts"),
     "experts_per_token": ("num_experts_per_tok", "moe_topk", "num_experts_per_token"),
