@@ -74,6 +74,8 @@ def test_the_cli_says_it_and_exits_0(tmp_path):
     ("spec:\n  engine: OLlama\n", ["Ollama"]),
     ("llama-server -m model.gguf --port 8080", ["llama.cpp"]),
     ("spec:\n  engine: Infinity\n", ["Infinity"]),
+    ("command: [python3, -m, dynamo.sglang, --model-path, m]", ["SGLang"]),
+    ("args: ['python3 -m dynamo.vllm --model m --tensor-parallel-size 2']", ["NVIDIA Dynamo's vLLM worker"]),
     ("# we moved off sglang.launch_server last year\nvllm serve x\n", []),  # a comment is not a launch
     ("vllm serve Qwen/Qwen2.5-7B-Instruct", []),
     ("image: myorg/sglangish:1\nlmsysorg/sglanger", []),

@@ -16,7 +16,10 @@ SERVERS: dict[str, tuple[str, ...]] = {
     # python -m sglang.launch_server (docs.sglang.ai "Server Arguments"), `sglang serve`, the
     # lmsysorg/sglang images, the router, and Ray Serve LLM's SGLangServer (ray.llm._internal.serve.engines.sglang)
     "SGLang": (r"\bsglang\.launch_server\b", r"\bsglang\s+serve\b", r"\blmsysorg/sglang\b", r"\bsglang_router\b",
-               r"\bSGLangServer\b"),
+               r"\bSGLangServer\b", r"\bdynamo\.sglang\b"),
+    # NVIDIA Dynamo's own vLLM worker (python -m dynamo.vllm, ai-dynamo/dynamo components/backends/vllm): it adds
+    # its own options to vLLM's engine arguments, so it is not judged as `vllm serve`
+    "NVIDIA Dynamo's vLLM worker": (r"\bdynamo\.vllm\b",),
     # text-generation-launcher and ghcr.io/huggingface/text-generation-inference (huggingface/text-generation-inference)
     "Text Generation Inference": (r"\btext-generation-launcher\b", r"huggingface/text-generation-inference\b"),
     # KubeAI Model resources name their engine (spec.engine: OLlama / Infinity; kubeai.org/v1 Model)
