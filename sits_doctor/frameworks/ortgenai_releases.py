@@ -28,6 +28,7 @@ KEYS_FILE = DATA / "ortgenai_keys.json"
 PROBES_FILE = DATA / "ortgenai_probes.json"
 SESSION_PASS_THROUGH_PROBE = "session_option_unknown_string"  # an unknown string session option
 FRACTION_PROBE = "context_length_float"  # an integer field given 4096.5
+TOP_BOOLEAN_PROBE = "unknown_top_scalar_bool"  # an unknown top-level true
 PIPELINE_V2_PROBE = "pipeline_v2"  # a "version": 2 pipeline config (microsoft/onnxruntime-genai#2114)
 
 
@@ -124,3 +125,17 @@ def passes_unknown_session_options(release: str) -> bool:
 def reads_fractions_as_integers(release: str) -> bool:
     """Whether ``release`` takes a fractional number where it wants an integer (4096.5 read as 4096)."""
     return release in probe_accepted_by(FRACTION_PROBE)
+
+
+def ignores_top_level_booleans(release: str) -> bool:
+    """Whether ``release`` ignores an unknown top-level boolean, as it does numbers and strings."""
+    return release in probe_accepted_by(TOP_BOOLEAN_PROBE)
+
+
+def parser_message(error: str) -> str:
+    """The parser's own words of a recorded error, without the probe's folder and JSON position."""
+    import re
+
+    head, json_error, text = error.partition("JSON Error:")
+    text = re.sub(r"\s+at line \d+ index \d+$", "", text if json_error else head).strip()
+    return f"JSON Error: {text}" if json_error else text

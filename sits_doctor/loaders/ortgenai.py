@@ -32,7 +32,8 @@ def is_pipeline_v2(data: Any) -> bool:
 
 def refuse_pipeline_v2(doc: SourceDoc) -> None:
     """Raise the error that says which releases load a pipeline-form config (none, so far)."""
-    from sits_doctor.frameworks.ortgenai_releases import PIPELINE_V2_PROBE, probe_accepted_by, probe_error, releases
+    from sits_doctor.frameworks.ortgenai_releases import (PIPELINE_V2_PROBE, parser_message, probe_accepted_by,
+                                                          probe_error, releases)
 
     known = releases()
     loading = probe_accepted_by(PIPELINE_V2_PROBE)
@@ -42,7 +43,7 @@ def refuse_pipeline_v2(doc: SourceDoc) -> None:
         said = f"of the releases from {known[0]} to {known[-1]}, only {', '.join(loading)} load it"
     else:
         said = (f"no ORT GenAI release from {known[0]} to {known[-1]} loads it ({known[-1]}: "
-                f"{probe_error(PIPELINE_V2_PROBE, known[-1])})")
+                f"{parser_message(probe_error(PIPELINE_V2_PROBE, known[-1]))})")
     raise InputError(doc.path, f"{form}: {said}; sits-doctor reads the version 1 form "
                                "(model / search sections)", where.line, where.col)
 

@@ -13,8 +13,9 @@ Built from the element classes of microsoft/onnxruntime-genai ``src/config.cpp``
 Keys are the newest parser's (main, which knows a few keys 0.18.0 does not). ``schema_for(release)``
 narrows it to what one release's wheel accepted: the keys it answered ``Unknown value`` to are
 dropped (sits_doctor/frameworks/data/ortgenai_keys.json), unknown string session options are
-rejected before the release that passes them to ONNX Runtime, and integers take fractions in the
-releases that read 4096.5 as 4096 (both from ortgenai_probes.json). ``schema_errors(doc, version)``
+rejected before the release that passes them to ONNX Runtime, integers take fractions in the
+releases that read 4096.5 as 4096, and an unknown top-level boolean is an error where the release
+did not ignore it (all from ortgenai_probes.json). ``schema_errors(doc, version)``
 judges a config by the release a target version maps to (frameworks/ortgenai_releases.py).
 """
 
@@ -254,8 +255,8 @@ def schema_for(release: str) -> dict:
     """The newest schema less what ``release``'s parser does not know (its own wheel's answers,
     sits_doctor/frameworks/data/ortgenai_keys.json): keys it calls unknown values, and, before
     unknown string session options were passed to ONNX Runtime, those too."""
-    from sits_doctor.frameworks.ortgenai_releases import (passes_unknown_session_options, reads_fractions_as_integers,
-                                                           unknown_keys)
+    from sits_doctor.frameworks.ortgenai_releases import (ignores_top_level_booleans, passes_unknown_session_options,
+                                                           reads_fractions_as_integers, unknown_keys)
 
     root = json.loads(json.dumps(ROOT))  # every section its own copy (ROOT shares SESSION_OPTIONS)
     for dotted in sorted(unknown_keys(release), key=len, reverse=True):
@@ -272,6 +273,8 @@ def schema_for(release: str) -> dict:
                 section["additionalProperties"] = False
     if reads_fractions_as_integers(release):
         _integers_as_numbers(root)
+    if not ignores_top_level_booleans(release):
+        root["additionalProperties"] = {"not": {"type": ["object", "array", "boolean"]}}
     return root
 
 
