@@ -220,3 +220,23 @@ def test_kv_cache_quantization_bits_shrink_the_buffer(tmp_path):
         messages.append(sits001(path)[0].message)
     kv16 = 2 * 32 * 32 * 131072 * 96 * 2 / GIB
     assert f"{kv16:.2f} GiB" in messages[0] and f"{kv16 / 2:.2f} GiB" in messages[1]
+
+
+def test_head_size_as_written_wins_over_hidden_over_heads(tmp_path):
+    """Gemma-7B-style decoders have head_size 256 while hidden_size / heads is 192: the KV uses
+    head_size as written, and hidden_size / heads only when head_size is missing."""
+    shape = dict(context=8192, hidden=3072, heads=16, kv=16, layers=28, head=256)
+
+    def finding(folder, data):
+        path = write(tmp_path, folder, data)
+        (found,) = check([path], CheckOptions(select=["SITS001"], gpu="A10G", gpu_memory=2 * GIB,
+                                              isolated=True)).findings
+        return found
+
+    written = finding("a/cuda-fp16", config(shape, "model.onnx", [{"cuda": {}}]))
+    assert "head_size 256" in " ".join(written.evidence)
+    assert f"{2 * 28 * 16 * 8192 * 256 * 2 / GIB:.2f} GiB" in written.message
+    data = config(shape, "model.onnx", [{"cuda": {}}])
+    del data["model"]["decoder"]["head_size"]
+    derived = finding("b/cuda-fp16", data)
+    assert "head_size 192" in " ".join(derived.evidence)
