@@ -240,3 +240,8 @@ def test_head_size_as_written_wins_over_hidden_over_heads(tmp_path):
     del data["model"]["decoder"]["head_size"]
     derived = finding("b/cuda-fp16", data)
     assert "head_size 192" in " ".join(derived.evidence)
+
+
+def test_int4_without_a_stated_block_is_the_builders_default_32():
+    gpu = prec.Device("gpu", "cuda", "")
+    assert prec.weight_bytes(prec.Precision("int4", None, ""), gpu) == prec.weight_bytes(prec.Precision("int4", 32, ""), gpu)

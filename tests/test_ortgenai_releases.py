@@ -220,3 +220,18 @@ def test_parser_message_keeps_the_parsers_words():
     error = "Error encountered while parsing '<folder>/genai_config.json' JSON Error:  Unknown value \"x\" at line 1 index 28"
     assert rel.parser_message(error) == 'JSON Error: Unknown value "x"'
     assert rel.parser_message("model context_length is 0 at line 2 index 3") == "model context_length is 0"
+
+
+def test_probe_error_is_the_releases_own_answer():
+    name, newest = rel.PIPELINE_V2_PROBE, PYPI_RELEASES[-1]
+    assert rel.probe_error(name, "0.4.0") != rel.probe_error(name, newest)  # the parser's wording changed at 0.6
+    assert rel.probe_error(name, "9.9.9") is None and rel.probe_error("baseline_config", newest) is None
+    result = run_cli("check", str(V2.relative_to(REPO)), "--isolated", cwd=REPO)
+    assert rel.parser_message(rel.probe_error(name, newest)) in result.stdout + result.stderr
+
+
+def test_a_model_that_is_not_an_object_is_not_a_genai_config():
+    from sits_doctor.loaders.ortgenai import is_genai_config
+
+    assert not is_genai_config({"model": "gpt2", "search": {}})
+    assert is_genai_config({"model": {}, "search": {}}) and is_genai_config({"model": {"context_length": 8}})
