@@ -17,7 +17,10 @@ after the weights are loaded, minutes into the start. It reports:
   straddles the need (it may or may not start: a possible startup failure is never ranked below
   advice);
 - **info**: the GPU or the model is unknown (pass `--gpu`, or set `gpu = "H100"` in
-  `.sits-doctor.toml`).
+  `.sits-doctor.toml`); for ORT GenAI, the fit depends on an export precision that neither the
+  decoder's file name, its folder names nor the ONNX files' size states (a guess is not a
+  prediction), or the model runs on the CPU (`provider_options` empty or without a GPU provider:
+  the buffer comes from system memory, which is not checked) or an NPU.
 
 ## Why it hurts
 A long-context model served without `--max-model-len` asks for its full context: Llama-3.1-8B's
@@ -65,7 +68,13 @@ bench/results/capacity-accuracy.md in the sits-doctor repository.
   `max_length` tokens is allocated at Generator creation), the model builder writing
   `search.max_length = context_length` (`src/python/py/models/builder.py@v0.11.0`),
   https://onnxruntime.ai/docs/genai/howto/past-present-share-buffer.html, and the failures in
-  https://github.com/microsoft/onnxruntime-genai/issues/1379 and /issues/550.
+  https://github.com/microsoft/onnxruntime-genai/issues/1379 and /issues/550. The KV dtype is the
+  ONNX past inputs' type, which the builder sets per export (`set_io_dtype` in
+  `src/python/py/models/builder.py@v0.11.0`: fp32 for CPU int4/int8 and fp32 exports, fp16 for GPU
+  fp16/int4 ones); the device is the decoder's `session_options.provider_options`
+  (`src/models/model.cpp@v0.11.0`: no provider runs on the CPU); int4 weights are MatMulNBits
+  blocks (`block_size` 32 by default, 128 in microsoft's AWQ exports such as
+  https://huggingface.co/microsoft/Phi-3-medium-4k-instruct-onnx-directml).
 - TensorRT-LLM: the pool is `free_gpu_memory_fraction` of the memory free after the model
   (`KVCacheManager::calculateMaxNumBlocks` in `cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp`;
   the PyTorch backend's `KvCacheCreator` in `tensorrt_llm/_torch/pyexecutor/_util.py`,
@@ -196,44 +205,71 @@ ORT_LENGTH_STEP = 1024  # the bound a fix writes is a multiple of this
 
 
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
+    """The preallocated KV buffer against the memory it comes from: an error only when it cannot fit
+    even at the least the unknowns (precision, KV dtype) allow; an info when it depends on them or
+    when the model does not run on the GPU."""
+    from sits_doctor.frameworks.ortgenai import MAX_LENGTH
     from sits_doctor.frameworks.ortgenai_memory import predict_ortgenai
     from sits_doctor.memory import GIB
 
     pre = predict_ortgenai(plan)
     if pre.kv_bytes is None:
         return
+    at = plan.settings.get(MAX_LENGTH)
+    kv_low, kv_high = pre.kv_bytes
+    what = (f"search.max_length {pre.max_length} with past_present_share_buffer true preallocates "
+            f"{_gib_range(kv_low, kv_high)} GiB of KV cache when the Generator is created")
+    if pre.device.kind != "gpu":
+        memory_of = "system memory" if pre.device.kind == "cpu" else f"the memory of {pre.device.provider}"
+        yield RULE.finding(
+            plan, at,
+            f"{what}, from {memory_of} ({pre.device.source}): not checked — sits-doctor knows only the GPU's memory",
+            evidence=[*pre.steps, *pre.assumptions, f"target: {ctx.target}"], severity=Severity.INFO,
+            fix_hint="set search.max_length to the longest sequence you generate (the builder writes context_length)",
+        )
+        return
     gpu = plan.facts.gpu
     memory = gpu.memory_gib * GIB
-    weights = pre.weights_bytes or 0.0
-    from sits_doctor.frameworks.ortgenai import MAX_LENGTH
-
-    at = plan.settings.get(MAX_LENGTH)
+    w_low, w_high = pre.weights_bytes or (0.0, 0.0)
     evidence = [f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})", *pre.steps, *pre.assumptions,
                 f"target: {ctx.target}"]
-    room = memory - weights - GIB  # a GiB for the CUDA context and activations
-    # the bound a fix writes keeps the buffer within the room and within ORT_HEADROOM of the GPU
-    fits = int(max(0.0, min(room, ORT_HEADROOM * memory)) // pre.per_token) // ORT_LENGTH_STEP * ORT_LENGTH_STEP
-    what = (f"search.max_length {pre.max_length} with past_present_share_buffer true preallocates "
-            f"{pre.kv_bytes / GIB:.2f} GiB of KV cache when the Generator is created")
-    if pre.kv_bytes > room:
+    room_best, room_worst = memory - w_low - GIB, memory - w_high - GIB  # a GiB for the CUDA context and activations
+    # the bound a fix writes keeps the buffer within the worst-case room and within ORT_HEADROOM of the GPU
+    fits = int(max(0.0, min(room_worst, ORT_HEADROOM * memory)) // pre.per_token[1]) // ORT_LENGTH_STEP * ORT_LENGTH_STEP
+    if kv_low > room_best:
         fixes = ([edit.replace_value(at, fits, f"set search.max_length to {fits} (a buffer within half the GPU)",
                                      Safety.UNSAFE)]
                  if at is not None and fits > 0 else [])
         yield RULE.finding(
             plan, at,
-            f"{what}, more than the {max(0.0, room) / GIB:.2f} GiB {gpu.name} has for it ({gpu.memory_gib:.2f} GiB"
-            + (f" less {weights / GIB:.2f} GiB of weights" if weights else "")
+            f"{what}, more than the {max(0.0, room_best) / GIB:.2f} GiB {gpu.name} has for it ({gpu.memory_gib:.2f} GiB"
+            + (f" less {w_low / GIB:.2f} GiB of weights" if w_low else "")
             + " less 1 GiB for the CUDA context): ORT GenAI fails with \"Could not allocate the key-value cache buffer\"",
             evidence=evidence, fixes=fixes,
             fix_hint=f"set search.max_length ≤ {fits}" if fits > 0 else "use a GPU with more memory",
         )
-    elif pre.kv_bytes > ORT_HEADROOM * memory:
+    elif kv_high > room_worst:
         yield RULE.finding(
             plan, at,
-            f"{what}, {pre.kv_bytes / memory:.0%} of {gpu.name}'s memory, whatever the requests' real lengths",
+            f"{what}; {gpu.name} has {_gib_range(max(0.0, room_worst), room_best)} GiB for it, so whether it fits "
+            f"depends on the export's precision, which nothing states ({pre.precision.source})",
+            evidence=evidence, severity=Severity.INFO,
+            fix_hint=(f"set search.max_length ≤ {fits} to be sure, or keep the ONNX files beside the config"
+                      if fits > 0 else "keep the ONNX files beside the config so that their size is known"),
+        )
+    elif kv_low > ORT_HEADROOM * memory:
+        yield RULE.finding(
+            plan, at,
+            f"{what}, {kv_low / memory:.0%} of {gpu.name}'s memory, whatever the requests' real lengths",
             evidence=evidence, severity=Severity.WARNING,
             fix_hint="set search.max_length to the longest sequence you generate (the builder writes context_length)",
         )
+
+
+def _gib_range(low: float, high: float) -> str:
+    from sits_doctor.memory import GIB
+
+    return f"{low / GIB:.2f}" if f"{low / GIB:.2f}" == f"{high / GIB:.2f}" else f"{low / GIB:.2f}–{high / GIB:.2f}"
 
 
 HF_LENGTH_STEP = 1024  # the max_length a fix writes is a multiple of this

@@ -42,7 +42,7 @@ option `true`/`1` becomes `"1"`, a suffixed `max_model_len` its plain number.
 
 ## How it is measured
 Not measured: a predicted startup failure, from the options each vLLM release's parser
-declares (type, action, choices) and a JSON Schema of what the newest ORT GenAI parser accepts;
+declares (type, action, choices) and a JSON Schema of what each ORT GenAI release's parser accepts;
 both are checked against the real parsers' verdicts on probe inputs (tests replay every probe).
 
 ## Sources
@@ -308,7 +308,7 @@ def _vllm_max_model_len(plan: Plan, ctx) -> Iterator[Finding]:
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
     from sits_doctor.schemas.ortgenai import schema_errors
 
-    for error in schema_errors(plan.doc):
+    for error in schema_errors(plan.doc, ctx.target.version):
         if error.validator in ("required", "minimum") and "context_length" in str(error.message) + str(
                 list(error.absolute_path)):
             at = Provenance.at(plan.doc, "/model" if error.validator == "required" else "/model/context_length")

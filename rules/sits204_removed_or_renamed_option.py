@@ -33,9 +33,11 @@ Reports options that the target framework version rejects at startup or silently
   `config.json`): a flag none of the parser snapshots read has is information (not checked).
 - **transformers** `generation_config.json` `cache_implementation` values the target version
   rejects (`"mamba"` from 4.56, `"dynamic_full"` by 5.24, `"offloaded"` before 4.50, ...).
-- **ORT GenAI** `genai_config.json` keys its strict parser rejects (`Unknown value`), top-level
-  scalars it silently ignores, and `session_options` keys it passes to ONNX Runtime unchecked
-  (a typo there is accepted and does nothing).
+- **ORT GenAI** `genai_config.json` keys the target release's strict parser rejects (`Unknown
+  value`; a key a later release knows says from which), top-level scalars it silently ignores, and
+  `session_options` keys it passes to ONNX Runtime unchecked (from 0.11.0: a typo there is
+  accepted and does nothing; before, it is an unknown value). A target outside the releases the
+  tables hold is judged as the nearest one, and said so.
 
 ## Why it hurts
 A rejected option is a crash at startup, after the image pull and the model download. An ignored
@@ -97,8 +99,10 @@ known (said to be assumed).
 - transformers: `generation/configuration_utils.py` (`ALL_CACHE_IMPLEMENTATIONS`, and `"paged"`
   from 5.0; `validate()` runs in `GenerationConfig.__init__`) in the wheels 4.45.2, 4.50.0,
   4.53.0, 4.56.0, 5.0.0, 5.10.4 and 5.24.0.
-- ORT GenAI: `src/config.cpp`, `src/json.h` (microsoft/onnxruntime-genai @00a26d59); every
-  verdict replayed on the wheels 0.5.2 … 0.18.0 by tools/probe_ortgenai.py.
+- ORT GenAI: `src/config.cpp`, `src/json.h` (microsoft/onnxruntime-genai @00a26d59); which keys
+  each release knows from that release's own wheel (every onnxruntime-genai release on PyPI,
+  0.3.0 … 0.18.0: `og.Config(folder)`, `og.Model(folder)` before 0.5) by
+  tools/probe_ortgenai.py, and every verdict replayed on the same wheels.
 """
 
 from __future__ import annotations
@@ -500,9 +504,15 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
     from sits_doctor.schemas.ortgenai import ROOT, SESSION_OPTION_KEYS, schema_errors
 
+    from sits_doctor.frameworks.ortgenai_releases import first_knowing, judged_as, passes_unknown_session_options
+
     doc, data = plan.doc, plan.doc.data
-    evidence = [f"target: {ctx.target}"]
-    for error in schema_errors(doc):
+    judged = judged_as(ctx.target.version)
+    evidence = [f"target: {ctx.target}"] + ([f"judged as ORT GenAI {judged.release}: {judged.note}"] if judged.note else [])
+    if judged.note and ctx.target.source != "--target":  # --target says it once for the run
+        yield RULE.finding(plan, plan.anchor, f"ORT GenAI {ctx.target.version}: {judged.note}",
+                           evidence=evidence, severity=Severity.INFO)
+    for error in schema_errors(doc, ctx.target.version):
         path = list(error.absolute_path)
         if error.validator == "additionalProperties" and error.schema.get("additionalProperties") is False:
             known = set(error.schema.get("properties", {}))
@@ -510,17 +520,23 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
                 pointer = _pointer(path + [key])
                 section = ":".join(str(p) for p in path) or "top level"
                 hint = _did_you_mean(key, known)
+                since = first_knowing(".".join(str(p) for p in path + [key]))
                 yield RULE.finding(
                     plan, Provenance.at(doc, pointer),
-                    f'unknown key "{key}" in {section}: ORT GenAI fails to load the config '
-                    f'(JSON Error: {section}: Unknown value "{key}")',
-                    evidence=evidence, fix_hint=hint or "remove it",
+                    f'unknown key "{key}" in {section}: ORT GenAI {judged.release} fails to load the config '
+                    f'(JSON Error: {section}: Unknown value "{key}")'
+                    + (f"; ORT GenAI knows it from {since}" if since and since != judged.release else ""),
+                    evidence=evidence, fix_hint=hint or (f"upgrade to ORT GenAI {since} or later, or remove it"
+                                                         if since else "remove it"),
                 )
         elif error.validator == "not" and len(path) == 1:
+            since = first_knowing(str(path[0]))
             yield RULE.finding(
                 plan, Provenance.at(doc, _pointer(path)),
-                f'unknown top-level section "{path[0]}": ORT GenAI fails to load the config (Unknown value)',
-                evidence=evidence, fix_hint=_did_you_mean(str(path[0]), set(ROOT["properties"])) or "remove it",
+                f'unknown top-level section "{path[0]}": ORT GenAI {judged.release} fails to load the config '
+                "(Unknown value)" + (f"; ORT GenAI knows it from {since}" if since else ""),
+                evidence=evidence, fix_hint=(f"upgrade to ORT GenAI {since} or later, or remove it" if since else
+                                             _did_you_mean(str(path[0]), set(ROOT["properties"])) or "remove it"),
             )
     if isinstance(data, dict):
         for key, value in data.items():
@@ -532,6 +548,8 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
                     evidence=evidence, severity=Severity.WARNING,
                     fix_hint=_where_it_belongs(key, ROOT),
                 )
+    if not passes_unknown_session_options(judged.release):
+        return  # that release's parser rejects unknown session options itself: errors above
     for pointer, options in _session_options(data, ""):
         for key, value in options.items():
             if key in SESSION_OPTION_KEYS or "." in key or not isinstance(value, str):

@@ -72,6 +72,10 @@ IMPORT_NAMES: dict[str, str] = {"vllm": "vllm", "trtllm": "tensorrt_llm", "ortge
 def unknown_version_note(framework: str, version: str) -> str | None:
     """What to say when a requested version is outside what the rules know (newer than the
     newest release they cover, or older than the oldest one in the framework's parser data)."""
+    if framework == "ortgenai":  # judged by the release's own parser (frameworks/ortgenai_releases.py)
+        from sits_doctor.frameworks.ortgenai_releases import judged_as
+
+        return judged_as(version).note
     newest = NEWEST_KNOWN[framework]
     if framework == "trtllm" and V(version) > V(newest):  # SITS204 says per file what it did not check
         return (f"newer than {newest}, the newest release the rules know; its options are not judged as errors "

@@ -18,19 +18,32 @@ installed version runs every probe in a subprocess of its own virtual environmen
 
 The result is committed as ``sits_doctor/frameworks/data/ortgenai_probes.json``: for each probe,
 runs of consecutive versions with the same outcome (``ok`` and the exact error text);
-``tests/test_ortgenai_probes.py`` compares the newest version's verdicts with the schema's.
+``tests/test_ortgenai_probes.py`` compares every release's verdicts with the schema built for it.
 
-Set up (outside the repo, one venv per version; CPU wheels from PyPI) and run::
+With ``--keys`` the tool instead adds each key of the newest schema (sits_doctor/schemas/ortgenai.py)
+to the base config, one at a time, and reads it with every release's parser in one process per
+release (a config that kills it costs only itself); a release knows the key unless its parser
+answers ``Unknown value``. That is ``sits_doctor/frameworks/data/ortgenai_keys.json``, from which
+``schema_for(release)`` drops what each release does not know.
 
-    for v in 0.5.2 0.6.0 0.7.1 0.8.3 0.9.2 0.10.0 0.11.0 0.11.4 0.12.2 0.13.2 0.14.1 0.15.0 0.15.2 \
-             0.16.0 0.17.1 0.18.0; do
-        python3.11 -m venv /work/oga_venvs/$v && /work/oga_venvs/$v/bin/pip install onnxruntime-genai==$v
+Releases 0.3 and 0.4 have no ``og.Config``: there ``og.Model(folder)`` reads the config, with the
+tiny decoder beside it. Their CPU wheels also apply the providers at load ("CUDA execution provider
+is not enabled in this build"), which the probe test lists as a build's limit, not the parser's.
+
+Set up (outside the repo, one venv per version; CPU wheels from PyPI; 0.3.0 needs numpy added) and
+run from the repo root::
+
+    for v in 0.3.0 0.4.0 0.5.0 0.5.1 0.5.2 0.6.0 0.7.0 0.7.1 0.8.0 0.8.1 0.8.2 0.8.3 0.9.0 0.9.1 \
+             0.9.2 0.10.0 0.11.0 0.11.1 0.11.2 0.11.3 0.11.4 0.12.0 0.12.1 0.12.2 0.13.0 0.13.1 \
+             0.13.2 0.14.0 0.14.1 0.15.0 0.15.1 0.15.2 0.16.0 0.17.0 0.17.1 0.18.0; do
+        python3.11 -m venv /work/oga_venvs/$v && /work/oga_venvs/$v/bin/pip install onnxruntime-genai==$v numpy
     done
-    python tools/probe_ortgenai.py --venvs /work/oga_venvs > sits_doctor/frameworks/data/ortgenai_probes.json
+    PYTHONPATH=. python tools/probe_ortgenai.py --venvs /work/oga_venvs > sits_doctor/frameworks/data/ortgenai_probes.json
+    PYTHONPATH=. python tools/probe_ortgenai.py --venvs /work/oga_venvs --keys > sits_doctor/frameworks/data/ortgenai_keys.json
 
 A version whose venv cannot import ``onnxruntime_genai`` (or imports another version) is listed
-under ``failed`` with the reason and left out of ``versions``. The run takes about 3 minutes on
-two cores (``--jobs`` probes at once).
+under ``failed`` with the reason and left out of ``versions``. On two busy cores the probes take
+about 20 minutes for the 36 releases, the keys 15 seconds.
 """
 
 from __future__ import annotations
@@ -117,6 +130,13 @@ def _both(*edits):
 
 
 DELETE = object()
+PIPELINE_V2: dict = {
+    "version": 2,
+    "pipeline": {"extends": "autoregressive-decoder", "sessions": {"decoder": "model.onnx"},
+                 "state": {"kv_cache": {"past": "past_key_values.%d.key"}}},
+    "tokens": {"bos": 1, "eos": 2, "pad": 0},
+    "generation": {"max_length": 64},
+}
 SO = "model/decoder/session_options"
 
 PROBES: list[dict] = [
@@ -205,6 +225,11 @@ PROBES: list[dict] = [
     _probe("dynamic_batching_num_blocks", _set("engine", {"dynamic_batching": {"block_size": 16, "num_blocks": 8}})),
     _probe("dynamic_batching_gpu_factor_string", _set("engine", {"dynamic_batching": {"gpu_utilization_factor": "0.5"}})),
     _probe("static_batching", _set("engine", {"static_batching": {"max_batch_size": 4}})),
+    # the "version": 2 pipeline form proposed in microsoft/onnxruntime-genai#2114
+    _probe("pipeline_v2", lambda c: copy.deepcopy(PIPELINE_V2), note='a "version": 2 config: pipeline, tokens and generation sections'),
+    _probe("pipeline_v2_beside_model", _both(_set("version", 2), _set("pipeline", PIPELINE_V2["pipeline"])),
+           note='the base config with "version": 2 and a top-level pipeline section'),
+    _probe("version_2_scalar", _set("version", 2), note='the base config with "version": 2 and nothing else new'),
 ]
 assert len({p["name"] for p in PROBES}) == len(PROBES)
 
@@ -292,11 +317,16 @@ import onnxruntime_genai as og
 def run(folder, probe):
     step = "config"
     try:
-        config = og.Config(folder)
-        if probe["stage"] == "config":
-            return {"ok": True, "error": None, "stage": None}
-        step = "model"
-        model = og.Model(config)
+        if not hasattr(og, "Config"):  # 0.3/0.4: Model(folder) reads the config, then the model
+            model = og.Model(folder)
+            if probe["stage"] == "config":
+                return {"ok": True, "error": None, "stage": None}
+        else:
+            config = og.Config(folder)
+            if probe["stage"] == "config":
+                return {"ok": True, "error": None, "stage": None}
+            step = "model"
+            model = og.Model(config)
         if "engine" in probe["config"] and hasattr(og, "Engine"):
             step = "engine"
             og.Engine(model)  # the paged engine sizes its KV cache here
@@ -321,12 +351,122 @@ probe = json.load(sys.stdin)
 with tempfile.TemporaryDirectory() as folder:
     with open(os.path.join(folder, "genai_config.json"), "w") as f:
         json.dump(probe["config"], f)
-    if probe["stage"] == "model":
+    if probe["stage"] == "model" or not hasattr(og, "Config"):
         with open(os.path.join(folder, "model.onnx"), "wb") as f:
             f.write(bytes.fromhex(probe["model"]))
     result = run(folder, probe)
 print(json.dumps({"version": og.__version__, **result}))
 '''
+
+
+# --------------------------------------------------------------------------------------------
+# Key probes: which of the newest schema's keys each release's parser knows
+# --------------------------------------------------------------------------------------------
+def key_paths(schema: dict | None = None, path: tuple = ()) -> list[tuple[tuple[str, ...], dict]]:
+    """Every named key of the schema (sits_doctor/schemas/ortgenai.py), depth first, with its schema."""
+    if schema is None:
+        from sits_doctor.schemas.ortgenai import ROOT
+
+        schema = ROOT
+    out = []
+    for name, sub in schema.get("properties", {}).items():
+        out.append((path + (name,), sub))
+        out.extend(key_paths(sub, path + (name,)))
+    return out
+
+
+def sample_value(schema: dict):
+    """A value of the key's own type, so that a release that knows the key accepts it."""
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    kind = kind[0] if isinstance(kind, list) else kind
+    if kind == "array":
+        item = schema.get("items", {})
+        return [sample_value(item)] if item.get("type") in ("string", "integer", "number") else []
+    return {"string": "x", "integer": 1, "number": 0.5, "boolean": False, "object": {}}.get(kind, "x")
+
+
+def key_probe(path: tuple[str, ...], schema: dict) -> dict:
+    """BASE with the one key added (sections on the way created empty); a key BASE has keeps its value."""
+    config = copy.deepcopy(BASE)
+    node = config
+    for part in path[:-1]:
+        node = node.setdefault(part, {})
+    node.setdefault(path[-1], sample_value(schema))
+    return config
+
+
+KEY_WORKER = r"""
+import json, os, sys, tempfile
+import onnxruntime_genai as og
+
+job = json.load(sys.stdin)
+with tempfile.TemporaryDirectory() as folder:
+    os.chdir(folder)  # enable_profiling writes its trace to the working directory
+    if not hasattr(og, "Config"):  # 0.3/0.4 read the config in Model(folder)
+        with open(os.path.join(folder, "model.onnx"), "wb") as f:
+            f.write(bytes.fromhex(job["model"]))
+    for config in job["configs"]:
+        with open(os.path.join(folder, "genai_config.json"), "w") as f:
+            json.dump(config, f)
+        try:
+            og.Config(folder) if hasattr(og, "Config") else og.Model(folder)
+            error = None
+        except Exception as exc:
+            error = str(exc).strip().replace(folder, "<folder>")
+        print(json.dumps(error), flush=True)  # one line per config: a crash loses only the one it died on
+"""
+
+
+def run_keys(python: Path, configs: list[dict], model_hex: str, timeout: int) -> list[str | None]:
+    """Every config through one release's parser; a config that kills the process is recorded as a
+    crash and the rest run in a fresh process."""
+    errors: list[str | None] = []
+    while len(errors) < len(configs):
+        rest = configs[len(errors):]
+        try:
+            proc = subprocess.run([str(python), "-c", KEY_WORKER], input=json.dumps({"configs": rest, "model": model_hex}),
+                                  capture_output=True, text=True, timeout=timeout * 10)
+            lines, code, tail = proc.stdout.splitlines(), proc.returncode, proc.stderr.strip().splitlines()[-1:]
+        except subprocess.TimeoutExpired as exc:
+            lines, code, tail = (exc.stdout or b"").decode().splitlines(), "timeout", [""]
+        errors.extend(json.loads(line) for line in lines)
+        if len(errors) < len(configs):
+            errors.append(f"crash: worker exited {code}: {(tail or [''])[0][-300:]}")
+    return errors
+
+
+def knows(error: str | None) -> bool:
+    """A release knows a key unless its parser names it (or a section above it) an unknown value."""
+    return error is None or "unknown value" not in error.lower()
+
+
+def probe_keys(pythons: dict[str, Path], model_hex: str, timeout: int) -> dict:
+    """Each key in every release, one process per release; runs of releases with the same verdict."""
+    keys = key_paths()
+    configs = [key_probe(path, schema) for path, schema in keys]
+    verdicts: dict[str, dict[str, dict]] = {}
+    for version, python in pythons.items():
+        errors = run_keys(python, configs, model_hex, timeout)
+        verdicts[version] = {".".join(path): {"ok": "crash" if (err or "").startswith("crash") else knows(err),
+                                              "error": None, "stage": None}
+                             for (path, _), err in zip(keys, errors)}
+        unknown = sum(not v["ok"] for v in verdicts[version].values())
+        print(f"{version}: {unknown}/{len(keys)} keys unknown", file=sys.stderr)
+    versions = list(pythons)
+    return {
+        "generator": "tools/probe_ortgenai.py --keys",
+        "about": "for every key of sits_doctor/schemas/ortgenai.py, the base probe config with that key added "
+                 "(a value of its type) read by each onnxruntime-genai CPU wheel's own config parser "
+                 "(og.Config(folder); og.Model(folder) for 0.3/0.4, which have no Config); 'ok' false: the "
+                 "parser answered 'Unknown value' (the key, or a section above it, is not known to that release); "
+                 "'crash': the parser knows the key but the process died reading it",
+        "versions": versions,
+        "keys": {".".join(path): [[s["first"], s["last"], s["ok"]] for s in
+                                  segments(versions, {v: verdicts[v][".".join(path)] for v in versions})]
+                 for path, _ in keys},
+    }
 
 
 def run_probe(python: Path, probe: dict, model_hex: str, timeout: int) -> dict:
@@ -364,11 +504,13 @@ def main() -> None:
                     help="folder of one venv per version, named by the version")
     ap.add_argument("--timeout", type=int, default=120, help="seconds for one probe")
     ap.add_argument("--jobs", type=int, default=2, help="probes run at once")
+    ap.add_argument("--keys", action="store_true",
+                    help="probe which schema keys each release knows (ortgenai_keys.json) instead of PROBES")
     args = ap.parse_args()
     model_hex = tiny_decoder().hex()
     found = sorted((d for d in args.venvs.iterdir() if (d / "bin" / "python").exists()),
                    key=lambda d: Version(d.name))
-    results: dict[str, dict] = {}
+    pythons: dict[str, Path] = {}
     failed: dict[str, str] = {}
     for venv in found:
         python = venv / "bin" / "python"
@@ -376,20 +518,27 @@ def main() -> None:
                                capture_output=True, text=True)
         if check.returncode != 0:
             failed[venv.name] = "cannot import onnxruntime_genai: " + (check.stderr.strip().splitlines() or [""])[-1]
-            continue
-        if check.stdout.strip() != venv.name:
+        elif check.stdout.strip() != venv.name:
             failed[venv.name] = f"the venv imports onnxruntime_genai {check.stdout.strip()}"
-            continue
+        else:
+            pythons[venv.name] = python
+    if args.keys:
+        json.dump({**probe_keys(pythons, model_hex, args.timeout), "failed": failed}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return
+    results: dict[str, dict] = {}
+    for version, python in pythons.items():
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:
             outcomes = pool.map(lambda p: run_probe(python, p, model_hex, args.timeout), PROBES)
             got = {p["name"]: r for p, r in zip(PROBES, outcomes)}
-        results[venv.name] = got
-        print(f"{venv.name}: {sum(r['ok'] for r in got.values())}/{len(PROBES)} accepted", file=sys.stderr)
+        results[version] = got
+        print(f"{version}: {sum(r['ok'] for r in got.values())}/{len(PROBES)} accepted", file=sys.stderr)
     versions = list(results)
     out = {
         "generator": "tools/probe_ortgenai.py",
         "about": "onnxruntime-genai CPU wheels from PyPI, one probe per fresh process; stage 'config' "
-                 "probes construct og.Config(folder) only, stage 'model' probes also build Model (and "
+                 "probes construct og.Config(folder) only (og.Model(folder) with the tiny decoder on 0.3/0.4, "
+                 "which have no Config), stage 'model' probes also build Model (and "
                  "Engine for an engine section) and Generator on a tiny generated ONNX decoder and run "
                  "one step; a failed result's 'stage' says where it failed ('crash': the process died)",
         "versions": versions,

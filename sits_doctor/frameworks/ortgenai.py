@@ -13,6 +13,7 @@ NEWEST = "0.18.0"  # the newest release this module's knowledge covers
 CONFIG_H = "src/config.h"
 MAX_LENGTH = "search.max_length"
 SHARE_BUFFER = "search.past_present_share_buffer"  # the KV buffer is allocated whole, for max_length
+PROVIDER_OPTIONS = ("model", "decoder", "session_options", "provider_options")  # the decoder's device
 
 
 def effective(plan, target, model_dims=None):

@@ -255,6 +255,8 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
     if doc.fmt == "json":
         if trtllm.is_engine_config(data):
             return [trtllm.plan_from_engine(doc)]
+        if ortgenai.is_pipeline_v2(data):
+            ortgenai.refuse_pipeline_v2(doc)
         if ortgenai.is_genai_config(data):
             return [ortgenai.plan_from_config(doc)]
         if hf.is_model_config(data):

@@ -10,12 +10,18 @@ Built from the element classes of microsoft/onnxruntime-genai ``src/config.cpp``
 - provider options (``provider_options: [{"cuda": {...}}]``) take string values only;
 - integers must be integral numbers, booleans JSON booleans, ``null`` is a type error.
 
-Keys are the newest parser's: a key it accepts may be unknown to an older wheel, so only what the
-newest parser rejects is reported.
+Keys are the newest parser's (main, which knows a few keys 0.18.0 does not). ``schema_for(release)``
+narrows it to what one release's wheel accepted: the keys it answered ``Unknown value`` to are
+dropped (sits_doctor/frameworks/data/ortgenai_keys.json), unknown string session options are
+rejected before the release that passes them to ONNX Runtime, integers take fractions in the
+releases that read 4096.5 as 4096, and an unknown top-level boolean is an error where the release
+did not ignore it (all from ortgenai_probes.json). ``schema_errors(doc, version)``
+judges a config by the release a target version maps to (frameworks/ortgenai_releases.py).
 """
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import Any
 
@@ -231,15 +237,73 @@ ROOT = obj(
 )
 
 
-def schema_errors(doc) -> list:
-    """The schema's errors for a genai_config document, computed once per document."""
-    if "ortgenai-schema-errors" not in doc.derived:
-        doc.derived["ortgenai-schema-errors"] = list(validator().iter_errors(doc.data))
-    return doc.derived["ortgenai-schema-errors"]
+def schema_errors(doc, version: str | None = None) -> list:
+    """The schema's errors for a genai_config document at a release (None: the newest schema), computed
+    once per document and release."""
+    release = None
+    if version is not None:
+        from sits_doctor.frameworks.ortgenai_releases import judged_as
+
+        release = judged_as(version).release
+    key = f"ortgenai-schema-errors@{release}"
+    if key not in doc.derived:
+        doc.derived[key] = list(validator(release).iter_errors(doc.data))
+    return doc.derived[key]
 
 
-@lru_cache(maxsize=1)
-def validator():
+def schema_for(release: str) -> dict:
+    """The newest schema less what ``release``'s parser does not know (its own wheel's answers,
+    sits_doctor/frameworks/data/ortgenai_keys.json): keys it calls unknown values, and, before
+    unknown string session options were passed to ONNX Runtime, those too."""
+    from sits_doctor.frameworks.ortgenai_releases import (ignores_top_level_booleans, passes_unknown_session_options,
+                                                           reads_fractions_as_integers, unknown_keys)
+
+    root = json.loads(json.dumps(ROOT))  # every section its own copy (ROOT shares SESSION_OPTIONS)
+    for dotted in sorted(unknown_keys(release), key=len, reverse=True):
+        *parents, name = dotted.split(".")
+        node = root
+        for part in parents:
+            node = node.get("properties", {}).get(part, {})
+        node.get("properties", {}).pop(name, None)
+        if name in node.get("required", ()):
+            node["required"] = [r for r in node["required"] if r != name]
+    if not passes_unknown_session_options(release):
+        for section in _sections(root):
+            if "provider_options" in section.get("properties", {}):
+                section["additionalProperties"] = False
+    if reads_fractions_as_integers(release):
+        _integers_as_numbers(root)
+    if not ignores_top_level_booleans(release):
+        root["additionalProperties"] = {"not": {"type": ["object", "array", "boolean"]}}
+    return root
+
+
+def _integers_as_numbers(node) -> None:
+    """Let every integer field take any number (releases that read 4096.5 as 4096)."""
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind == "integer":
+            node["type"] = "number"
+        elif isinstance(kind, list) and "integer" in kind:
+            node["type"] = ["number" if k == "integer" else k for k in kind]
+        for value in node.values():
+            _integers_as_numbers(value)
+    elif isinstance(node, list):
+        for value in node:
+            _integers_as_numbers(value)
+
+
+def _sections(schema: dict):
+    """Every object schema reachable through named properties."""
+    yield schema
+    for sub in schema.get("properties", {}).values():
+        if isinstance(sub, dict):
+            yield from _sections(sub)
+
+
+@lru_cache(maxsize=None)
+def validator(release: str | None = None):
     from jsonschema import Draft7Validator
 
-    return Draft7Validator({"$schema": "http://json-schema.org/draft-07/schema#", **ROOT})
+    root = ROOT if release is None else schema_for(release)
+    return Draft7Validator({"$schema": "http://json-schema.org/draft-07/schema#", **root})

@@ -145,12 +145,13 @@ def test_unknown_product_label_means_no_gpu(tmp_path, monkeypatch):
 
 # --- ORT GenAI: the KV buffer preallocated for search.max_length ----------------------------------
 
-def ort_config(max_length: int, share: bool = True, beams: int = 1, providers: str = '[{"cuda": {}}]') -> str:
+def ort_config(max_length: int, share: bool = True, beams: int = 1, providers: str = '[{"cuda": {}}]',
+               filename: str = "phi3-mini-128k-instruct-cuda-fp16.onnx") -> str:
     import json
 
     return json.dumps({
         "model": {"type": "phi3", "context_length": 131072, "vocab_size": 32064, "decoder": {
-            "filename": "model.onnx", "head_size": 96, "hidden_size": 3072, "num_attention_heads": 32,
+            "filename": filename, "head_size": 96, "hidden_size": 3072, "num_attention_heads": 32,
             "num_hidden_layers": 32, "num_key_value_heads": 32,
             "session_options": {"provider_options": json.loads(providers)}}},
         "search": {"max_length": max_length, "past_present_share_buffer": share, "num_beams": beams}}, indent=2)
@@ -182,15 +183,18 @@ def test_pass_ort_without_a_big_preallocation(tmp_path, monkeypatch, text, why):
 
 
 def test_ort_cpu_export_counts_fp32_kv(tmp_path, monkeypatch):
-    (f,) = ort(tmp_path, monkeypatch, ort_config(65536, providers="[]"), gpu="H100").findings
+    """A CPU int4 export keeps fp32 inputs (so fp32 KV), in system memory: an info, not the GPU's."""
+    cpu = ort_config(65536, providers="[]", filename="phi3-mini-128k-instruct-cpu-int4-rtn-block-32-acc-level-4.onnx")
+    (f,) = ort(tmp_path, monkeypatch, cpu, gpu="H100").findings
     assert "preallocates 48.00 GiB" in f.message  # half the length, twice the bytes
-    assert any("fp32 (no GPU execution provider" in e for e in f.evidence)
+    assert f.severity.value == "info" and "system memory" in f.message
+    assert any(e.startswith("KV dtype: 4 B per element") for e in f.evidence)
 
 
 def test_ort_weights_from_the_files_beside_the_config(tmp_path, monkeypatch):
     (tmp_path / "model.onnx").write_bytes(b"\0" * 1024)
     (tmp_path / "model.onnx.data").write_bytes(b"\0" * 4096)
-    (f,) = ort(tmp_path, monkeypatch, ort_config(131072)).findings
+    (f,) = ort(tmp_path, monkeypatch, ort_config(131072, filename="model.onnx")).findings
     assert "weights: 0.00 GiB (the decoder's ONNX files beside the config)" in f.evidence
 
 

@@ -409,8 +409,8 @@ def genai(tmp_path, monkeypatch):
 def test_fail_ortgenai_unknown_model_key_with_did_you_mean(genai):
     f = genai[5]
     assert f.render() == (
-        'genai_config.json:5:5: SITS204 [error] unknown key "contxt_length" in model: ORT GenAI fails to load '
-        'the config (JSON Error: model: Unknown value "contxt_length")'
+        'genai_config.json:5:5: SITS204 [error] unknown key "contxt_length" in model: ORT GenAI 0.18.0 fails to '
+        'load the config (JSON Error: model: Unknown value "contxt_length")'
     )
     assert f.fix_hint == 'did you mean "context_length"?'
 
@@ -418,8 +418,8 @@ def test_fail_ortgenai_unknown_model_key_with_did_you_mean(genai):
 def test_fail_ortgenai_unknown_decoder_key_without_close_match(genai):
     f = genai[8]
     assert f.render() == (
-        'genai_config.json:8:7: SITS204 [error] unknown key "kv_cache_dtype" in model:decoder: ORT GenAI fails to '
-        'load the config (JSON Error: model:decoder: Unknown value "kv_cache_dtype")'
+        'genai_config.json:8:7: SITS204 [error] unknown key "kv_cache_dtype" in model:decoder: ORT GenAI 0.18.0 fails '
+        'to load the config (JSON Error: model:decoder: Unknown value "kv_cache_dtype")'
     )
     assert f.fix_hint == "remove it"
 
@@ -434,17 +434,17 @@ def test_fail_ortgenai_unknown_search_keys(tmp_path, monkeypatch):
     found = findings(tmp_path, monkeypatch, "genai_config.json", GENAI, "ortgenai==0.18.0")
     search = [f for f in found if f.location.line == 18]
     assert [(f.render(), f.fix_hint) for f in search] == [
-        ('genai_config.json:18:34: SITS204 [error] unknown key "temprature" in search: ORT GenAI fails to load '
-         'the config (JSON Error: search: Unknown value "temprature")', 'did you mean "temperature"?'),
-        ('genai_config.json:18:53: SITS204 [error] unknown key "enable_cuda_graphs" in search: ORT GenAI fails '
-         'to load the config (JSON Error: search: Unknown value "enable_cuda_graphs")', "remove it"),
+        ('genai_config.json:18:34: SITS204 [error] unknown key "temprature" in search: ORT GenAI 0.18.0 fails to '
+         'load the config (JSON Error: search: Unknown value "temprature")', 'did you mean "temperature"?'),
+        ('genai_config.json:18:53: SITS204 [error] unknown key "enable_cuda_graphs" in search: ORT GenAI 0.18.0 '
+         'fails to load the config (JSON Error: search: Unknown value "enable_cuda_graphs")', "remove it"),
     ]
 
 
 def test_fail_ortgenai_unknown_top_level_object(genai):
     assert genai[19].render() == (
-        'genai_config.json:19:3: SITS204 [error] unknown top-level section "runtime": ORT GenAI fails to load '
-        "the config (Unknown value)"
+        'genai_config.json:19:3: SITS204 [error] unknown top-level section "runtime": ORT GenAI 0.18.0 fails '
+        "to load the config (Unknown value)"
     )
     assert genai[19].severity is Severity.ERROR
 
