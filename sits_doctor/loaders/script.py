@@ -19,6 +19,8 @@ import os
 import re
 from typing import Any
 
+from packaging.version import Version
+
 from sits_doctor.loaders import shell
 from sits_doctor.loaders.filenames import is_dockerfile, is_script  # noqa: F401  (re-exported)
 from sits_doctor.loaders.vllm_args import Token, is_shell_templated, resolve_vars
@@ -103,17 +105,18 @@ def command_plans(doc: SourceDoc, tokens: list[Token], exported: dict[str, Setti
 def _variable(doc: SourceDoc, tok: Token, name: str, value: str, words, variables: dict[str, Setting]) -> Setting:
     """``NAME=value`` as a Setting; the value may use variables set before it."""
     templated = is_shell_templated(value)
+    prov = tok.prov
     if templated:
         probe = tok._replace(text=value, templated=True)
         (done,), unknown = resolve_vars([probe], variables)
         if not unknown:
-            value, templated = done.text, False
-    return Setting(key=name, raw_key=name, value=value, raw=value, prov=tok.prov, templated=templated,
+            value, templated, prov = done.text, False, done.prov
+    return Setting(key=name, raw_key=name, value=value, raw=value, prov=prov, templated=templated,
                    site=Site("shell", doc, tok.word.pointer, tuple(w for w in words if w is not None)))
 
 
 _PIN = re.compile(r"\b(?:pip3?|uv\s+pip)\s+install\b[^\n;&|]*?(?<![\w.-])(?P<pkg>vllm|tensorrt[-_]llm)"
-                  r"(?:\[[^\]]*\])?==(?P<version>\d+(?:\.\d+)+(?:\.post\d+|rc\d+)?)(?![\w.])")
+                  r"(?:\[[^\]]*\])?==(?P<version>\d+(?:\.\d+)+(?:[.-]?post\d+|[.-]?rc\d+)?)(?![\w.])")
 _PINNED = {"vllm": "vllm", "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm"}
 
 
@@ -130,7 +133,10 @@ def pip_pin(doc: SourceDoc, text: str, offset: int, pointer: str) -> Setting | N
     else:
         prov = Provenance.at(doc, pointer)
     written = f"pip install {m['pkg']}=={m['version']}"
-    return Setting(key=_PINNED[m["pkg"]], raw_key="pip install", value=m["version"], raw=written, prov=prov)
+    version = str(Version(m["version"]))  # PEP 440 normal form (0.5.3post1 is 0.5.3.post1), as pip reads it
+    if version != m["version"]:
+        written += f" (PEP 440: {version})"
+    return Setting(key=_PINNED[m["pkg"]], raw_key="pip install", value=version, raw=written, prov=prov)
 
 
 def _commands(tokens: list[Token]) -> list[list[Token]]:
