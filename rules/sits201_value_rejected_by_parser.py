@@ -66,6 +66,7 @@ from typing import Iterator
 
 from sits_doctor.finding import Finding, Safety, Severity
 from sits_doctor.fixes import config as edit
+from sits_doctor.fixes.config_versions import portable
 from sits_doctor.frameworks import vllm as fw
 from sits_doctor.loaders.vllm_args import parse_human_int
 from sits_doctor.plan import Plan, Provenance
@@ -140,10 +141,10 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             continue  # suffixes and "auto": _vllm_max_model_len
         info = fw.lookup_flag(flag, release)
         if info is not None:
-            yield from _vllm_value(plan, ctx, setting, info, evidence)
+            yield from _vllm_value(plan, ctx, setting, info, evidence, release)
 
 
-def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
+def _vllm_value(plan: Plan, ctx, setting, info, evidence, release: str) -> Iterator[Finding]:
     """Values the release's parser rejects: an explicit value for a flag that takes none, a
     number that is not one, a value outside the choices, an integer compilation config."""
     seg, shown = info.segment, info.flag
@@ -163,9 +164,9 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
                 fixes=[edit.replace_value(setting, as_bool, f"write {word} (a YAML boolean)")] if as_bool is not None else (),
             )
             return
+        off_flag = portable([f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))], release)
         separate = setting.site is not None and len(setting.site.words) == 2
         if separate and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE:
-            off_flag = next((f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))), None)
             on = str(value).strip().lower() == "true"
             word = shown if on else off_flag
             message = f"{shown} takes no value: {ctx.target.name} refuses to start (unrecognized arguments: {value})"
@@ -184,14 +185,13 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
             return
         if inline and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE:
             on = str(value).strip().lower() not in ("false", "0", "no", "off")
-            off_flag = next((f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))), None)
             word = shown if on else off_flag
             yield RULE.finding(
                 plan, setting,
                 f"argument {shown}: ignored explicit argument {str(value)!r}: {ctx.target.name} refuses to start "
                 "(the flag takes no value)",
                 evidence=evidence, fix_hint=f"write {word}" if word else f"drop ={value}",
-                fixes=[edit.rewrite_word(setting, word, f"write {word}")] if word else (),
+                fixes=[edit.rewrite_word(setting, word, f"write {word}", target=ctx.target)] if word else (),
             )
         return
     if plan.kind == "vllm-yaml" and value is True and seg.get("nargs") in (None, "?", 1):

@@ -1,0 +1,152 @@
+"""Issue 26 "Truth on real configs", the vLLM launcher cases: fixes valid at the releases in
+play, pins written plainly, shell defaults, and the launchers that were not read. Each test is
+built from a small file like the public one where the wrong answer was found."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import run_cli, write
+
+from sits_doctor.finding import Safety
+
+
+def _check(tmp_path, name, text, *args):
+    write(tmp_path, name, text)
+    return run_cli("check", name, "--isolated", "--fail-on", "info", *args, cwd=tmp_path)
+
+
+def _fixes(tmp_path, name, text, *args):
+    from sits_doctor.engine import CheckOptions, check
+
+    path = write(tmp_path, name, text)
+    opts = CheckOptions(isolated=True, **dict(args))
+    return [fx for f in check([str(path)], opts).findings for fx in f.fixes]
+
+
+# --- 1. a fix's new flag is checked against the releases in play ------------------------------
+
+CHUNKED = "#!/bin/bash\nvllm serve Qwen/Qwen2.5-7B-Instruct --enable-chunked-prefill=false --port 8000\n"
+
+
+def test_fix_writes_the_spelling_every_release_from_085_reads(tmp_path, hermetic):
+    (fix,) = _fixes(tmp_path, "serve.sh", CHUNKED, ("targets", ("vllm==0.33.0",)))
+    (e,) = fix.edits
+    assert e.new == "--no-enable-chunked-prefill"  # not --disable-chunked-prefill (0.33.0 only)
+    assert fix.safety is Safety.SAFE  # pinned: the one release in play accepts it
+
+
+def test_fix_without_a_pin_is_unsafe_and_says_why(tmp_path, hermetic):
+    (fix,) = _fixes(tmp_path, "serve.sh", CHUNKED)
+    assert fix.safety is Safety.UNSAFE
+    assert "no version pin" in fix.title and "parses on vLLM 0.8.5 … 0.33.0" in fix.title
+    r = run_cli("fix", "serve.sh", "--isolated", cwd=tmp_path)  # safe fixes only: nothing changes
+    assert "+vllm serve" not in r.stdout
+
+
+def test_value_after_flag_is_valid_where_the_parser_was_store_boolean(tmp_path, hermetic):
+    r = _check(tmp_path, "serve.sh", CHUNKED, "--target", "vllm==0.8.3")
+    assert "SITS201" not in r.stdout  # StoreBoolean, nargs="?": =false parses
+
+
+def test_checked_refuses_a_flag_the_judged_release_lacks():
+    from sits_doctor.finding import Edit, Fix
+    from sits_doctor.fixes.config_versions import checked, portable
+    from sits_doctor.plan import Target
+
+    fix = Fix("write --disable-chunked-prefill", "f", (Edit(0, 1, "--disable-chunked-prefill"),), Safety.SAFE)
+    at_032 = checked(fix, ["--disable-chunked-prefill"], Target("vllm", "0.32.0", "t"))
+    assert at_032.safety is Safety.DISPLAY and not at_032.edits and "0.32.0 does not accept" in at_032.why_not
+    assert checked(fix, ["--disable-chunked-prefill"], Target("vllm", "0.33.0", "t")) is fix
+    assert checked(fix, ["--x"], Target("trtllm", "1.0.0", "t")) is fix
+    assert portable(["--disable-chunked-prefill", "--no-enable-chunked-prefill"], "0.33.0") == "--no-enable-chunked-prefill"
+    assert portable(["--disable-chunked-prefill"], "0.32.0") is None
+
+
+# --- 2. pins written plainly ------------------------------------------------------------------
+
+COMPOSE = """services:
+  vllm:
+    image: ${VLLM_IMAGE:-vllm/vllm-openai:v0.6.6}
+    command: ["--model", "Qwen/Qwen2.5-7B-Instruct", "--swap-space", "8"]
+"""
+
+
+def test_compose_image_default_is_the_pin(tmp_path, hermetic):
+    r = _check(tmp_path, "docker-compose.yaml", COMPOSE)
+    assert "target: vLLM 0.6.6 (image vllm/vllm-openai:v0.6.6, the default of ${VLLM_IMAGE:-" in r.stdout
+    assert "VLLM_IMAGE is not set in the file" in r.stdout and "SITS204" not in r.stdout
+
+
+def test_skypilot_image_id_is_the_pin(tmp_path, hermetic):
+    text = ("resources:\n  accelerators: L4:1\n  image_id: docker:vllm/vllm-openai:v0.10.0\n"
+            "run: |\n  vllm serve Qwen/Qwen2.5-7B-Instruct --swap-space 8\n")
+    r = _check(tmp_path, "task.yaml", text)
+    assert "target: vLLM 0.10.0 (image vllm/vllm-openai:v0.10.0" in r.stdout and "SITS204" not in r.stdout
+
+
+@pytest.mark.parametrize("where", ["script", "skypilot-run"])
+def test_pip_pin_is_read_in_pep440_normal_form(tmp_path, hermetic, where):
+    cmd = "pip install vllm==0.5.3post1 && vllm serve Qwen/Qwen2.5-7B-Instruct --swap-space 8"
+    if where == "script":
+        r = _check(tmp_path, "serve.sh", f"#!/bin/bash\n{cmd}\n")
+    else:
+        r = _check(tmp_path, "task.yaml", f"resources:\n  accelerators: L4:1\nrun: |\n  {cmd}\n")
+    assert "target: vLLM 0.5.3.post1 (pip install vllm==0.5.3post1 (PEP 440: 0.5.3.post1)" in r.stdout
+
+
+def test_mirrored_official_image_is_taken_as_that_release(tmp_path, hermetic):
+    from sits_doctor.versions import version_from_image
+
+    assert version_from_image("registry.example.com/mirror/vllm/vllm-openai:v0.9.2") == ("vllm", "0.9.2")
+    assert version_from_image("lmcache/vllm-openai:v0.3.14") is None
+    assert version_from_image("example.com/team/vllm-openai:v0.9.2") is None
+    assert version_from_image("vllm/vllm-openai:v0.5.3post1") == ("vllm", "0.5.3.post1")
+    text = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: vllm\n"
+            "    image: registry.example.com/mirror/vllm/vllm-openai:v0.9.2\n    args: [--model, m, --swap-space, '8']\n")
+    r = _check(tmp_path, "pod.yaml", text)
+    assert "a mirror of vLLM's own vllm/vllm-openai:v0.9.2, taken as that release" in r.stdout
+
+
+# --- 6. shell default expansions ---------------------------------------------------------------
+
+TP_SCRIPT = """#!/bin/bash
+MODEL="${1:-meta-llama/Llama-3.1-8B-Instruct}"
+TP="${2:-2}"
+vllm serve "$MODEL" --tensor-parallel-size "$TP" --max-model-len 8192
+"""
+
+
+def test_capacity_takes_a_positional_default_and_says_so(tmp_path, hermetic):
+    write(tmp_path, "serve.sh", TP_SCRIPT)
+    r = run_cli("capacity", "serve.sh", "--gpu", "H100", "--isolated", cwd=tmp_path)
+    assert r.exit_code in (0, 1), r.stderr
+    assert "tensor_parallel_size 2: $TP: ${2:-2} is its default '2' (argument 2 of the script is not set in the file)" in r.stdout
+    assert "meta-llama/Llama-3.1-8B-Instruct" in r.stdout
+
+
+@pytest.mark.parametrize("value", ['"$NTP"', "two", '"${2}"'])
+def test_capacity_of_an_unresolved_tp_is_not_checked(tmp_path, hermetic, value):
+    write(tmp_path, "serve.sh", f"#!/bin/bash\nvllm serve m --tensor-parallel-size {value}\n")
+    r = run_cli("capacity", "serve.sh", "--gpu", "H100", "--isolated", cwd=tmp_path)
+    assert r.exit_code in (0, 1), r.stderr
+    assert "tensor_parallel_size" in r.stdout and "not checked" in r.stdout
+
+
+def test_default_expansions():
+    from sits_doctor.loaders.vllm_args import Token, is_shell_templated, resolve_vars
+    from sits_doctor.plan import Provenance, Setting
+
+    assert is_shell_templated("${2:-2}") and is_shell_templated("$1") and is_shell_templated("$@")
+    set_ = Setting(key="A", raw_key="A", value="x", raw="x", prov=Provenance())
+    secret = set_.with_(value=None, templated=True)
+
+    def one(text, env):
+        (tok,), unknown = resolve_vars([Token(text, Provenance(), True)], env)
+        return tok.text, unknown, tok.prov.note
+
+    assert one("${2:-2}", {}) == ("2", 0, "${2:-2} is its default '2' (argument 2 of the script is not set in the file)")
+    assert one("${A-d}", {})[:2] == ("d", 0) and one("${A:=d}", {})[:2] == ("d", 0)
+    assert one("${A:-d}", {"A": set_})[:2] == ("x", 0)
+    assert one("${A:-d}", {"A": secret})[1] == 1  # set to something the file does not know
+    assert one("${A:+alt}", {})[1] == 1 and one("$1", {})[1] == 1
