@@ -150,3 +150,49 @@ def test_default_expansions():
     assert one("${A:-d}", {"A": set_})[:2] == ("x", 0)
     assert one("${A:-d}", {"A": secret})[1] == 1  # set to something the file does not know
     assert one("${A:+alt}", {})[1] == 1 and one("$1", {})[1] == 1
+
+
+# --- 4. YAML with Jinja text, shells that take their script after --, docker run, heredocs -----
+
+CHAT_TEMPLATE_CM = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: chat-template}
+data:
+  template.jinja: |
+    {{- bos_token }}
+    {%- for message in messages %}
+        {{- message['content'] | trim }}
+    {%- endfor %}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: vllm}
+"""
+
+
+def test_valid_yaml_with_a_jinja_block_scalar_keeps_every_document():
+    from sits_doctor.source_yaml import parse_yaml
+
+    docs = parse_yaml(CHAT_TEMPLATE_CM, "cm.yaml")
+    assert [d.data["kind"] for d in docs] == ["ConfigMap", "Service"]
+    body = docs[0].data["data"]["template.jinja"]
+    # masked in place: the lines and their indentation stay, so the scalar keeps its extent
+    assert body.splitlines() == ["__tp" + "_" * 12, "{%- for message in messages %}", "    __tp" + "_" * 28,
+                                 "{%- endfor %}"]
+    assert docs[0].pos("/data/template.jinja").line == 5 and "/data/template.jinja" in docs[0].templated
+
+
+def test_valid_yaml_that_neutralising_would_break_is_read_as_written():
+    from sits_doctor.source_yaml import parse_yaml
+
+    (doc,) = parse_yaml('a: "{{"\nb: x }}\n', "q.yaml")  # one "action" across two entries
+    assert doc.data == {"a": "{{", "b": "x }}"} and doc.templated == {"/a"}
+
+
+def test_shell_script_after_double_dash_is_read():
+    from sits_doctor.loaders.commands import _script_at
+
+    assert _script_at(["/bin/bash", "-lc", "--", "vllm serve m"]) == 3
+    assert _script_at(["bash", "-l", "-c", "vllm serve m"]) == 3
+    assert _script_at(["sh", "-c", "vllm serve m"]) == 2
+    assert _script_at(["bash", "-l", "run.sh"]) == -1 and _script_at(["vllm", "serve", "m"]) == -1
