@@ -382,3 +382,38 @@ def parse_embedded(doc: SourceDoc, pointer: str) -> list[SourceDoc]:
                              templated=set(inner.templated) | ({""} if pointer in doc.templated else set()),
                              shared=inner.shared))
     return out
+
+
+def parse_span(text: str, start: int, end: int, display: str) -> list[SourceDoc]:
+    """The YAML documents written at ``text[start:end]`` (a here-document in a launch script),
+    positioned in ``text`` itself: the span is a verbatim slice, so every offset moves by
+    ``start`` and lines and columns are read from the whole text. Raises InputError (at its
+    line in ``text``) when the slice is not valid YAML."""
+    from sits_doctor.source import LineIndex
+
+    lines = LineIndex(text)
+    try:
+        inner_docs = parse_yaml(text[start:end], display)
+    except InputError as err:
+        if err.line is None:
+            raise
+        line, _ = lines.linecol(start)
+        raise InputError(display, err.message, line + err.line - 1, err.col) from None
+
+    def moved(at: int) -> int:
+        return at + start if at >= 0 else at
+
+    out = []
+    for inner in inner_docs:
+        positions: dict[str, Pos] = {}
+        for ptr, p in inner.positions.items():
+            s, e, ks, ke = moved(p.start), moved(p.end), moved(p.key_start), moved(p.key_end)
+            line, col = lines.linecol(s) if s >= 0 else (p.line, p.col)
+            key_line = key_col = None
+            if p.key_line is not None:
+                key_line, key_col = lines.linecol(ks) if ks >= 0 else (line, col)
+            positions[ptr] = Pos(line, col, key_line, key_col, s, e, ks, ke, p.style)
+        out.append(SourceDoc(display, "yaml", inner.data, positions, text, index=inner.index,
+                             templated=set(inner.templated), shared=inner.shared,
+                             template_spans=tuple((a + start, b + start) for a, b in inner.template_spans)))
+    return out

@@ -196,3 +196,85 @@ def test_shell_script_after_double_dash_is_read():
     assert _script_at(["bash", "-l", "-c", "vllm serve m"]) == 3
     assert _script_at(["sh", "-c", "vllm serve m"]) == 2
     assert _script_at(["bash", "-l", "run.sh"]) == -1 and _script_at(["vllm", "serve", "m"]) == -1
+
+
+DOCKER_RUN = """#!/bin/bash
+docker run --gpus all --ipc=host -p 8000:8000 -it \\
+  -v ~/.cache/huggingface:/root/.cache/huggingface -e HF_TOKEN="$HF_TOKEN" --name vllm \\
+  vllm/vllm-openai:v0.10.2 \\
+  --model Qwen/Qwen2.5-7B-Instruct --enable-chunked-prefill=false --swap-space 8
+"""
+
+
+def test_docker_run_reads_the_args_after_the_image(tmp_path, hermetic):
+    r = _check(tmp_path, "serve.sh", DOCKER_RUN)
+    assert "target: vLLM 0.10.2 (image vllm/vllm-openai:v0.10.2 (serve.sh:4:3))" in r.stdout
+    assert "serve.sh:5:36: SITS201" in r.stdout and "SITS204" not in r.stdout  # --swap-space: still there
+    assert "not checked" not in r.stderr  # $HF_TOKEN is docker's -e, not a server word
+    from sits_doctor.loaders import load_paths
+
+    (plan,) = load_paths([tmp_path / "serve.sh"]).plans
+    assert plan.model_ref.value == "Qwen/Qwen2.5-7B-Instruct" and set(plan.env) == {"HF_TOKEN"}
+    assert plan.label == "script line 2 (vllm image entrypoint)"
+
+
+def test_docker_run_entrypoint_is_the_command(tmp_path, hermetic):
+    from sits_doctor.loaders import load_paths
+
+    text = ("#!/bin/bash\nIMG=nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc4\nMODEL=meta-llama/Llama-3.1-8B-Instruct\n"
+            'sudo docker run --rm --gpus all --ipc host --entrypoint trtllm-serve "$IMG" serve "$MODEL" --max_batch_size 64\n')
+    write(tmp_path, "trt.sh", text)
+    (plan,) = load_paths([tmp_path / "trt.sh"]).plans
+    assert plan.framework == "trtllm" and plan.model_ref.value == "meta-llama/Llama-3.1-8B-Instruct"
+    assert plan.image.value == "nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc4"
+    r = run_cli("check", "trt.sh", "--isolated", cwd=tmp_path)
+    assert "target: TensorRT-LLM 1.0.0rc4 (image nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc4" in r.stdout
+
+
+def test_docker_run_options():
+    from sits_doctor.loaders.script import docker_run, parse_script, _tokens
+
+    def run(line):
+        doc = parse_script(line, "s.sh")
+        found = docker_run(doc, _tokens(doc, doc.derived["shell-words"], 0))
+        return None if found is None else ([w.text for w in found[0]], found[1].value, sorted(found[2]), found[3])
+
+    assert run("docker run -d --shm-size=16g -e A=1 --env B img:1 --x") == (["--x"], "img:1", ["A", "B"], False)
+    assert run("podman container run -dp 80:80 img") == ([], "img", [], False)
+    assert run("docker run --entrypoint=python img -m x") == (["python", "-m", "x"], "img", [], True)
+    assert run("docker pull img") is None and run("docker run --rm") is None and run("echo docker run x") is None
+
+
+HEREDOC = """#!/bin/bash
+MODEL=Qwen/Qwen2.5-7B-Instruct
+cat > /tmp/vllm.yaml <<EOF
+model: $MODEL
+swap-space: 8
+enable-chunked-prefill: "false"
+EOF
+vllm serve --config /tmp/vllm.yaml --port 8000
+"""
+
+
+def test_heredoc_config_is_checked_where_it_is_written(tmp_path, hermetic):
+    r = _check(tmp_path, "serve.sh", HEREDOC)
+    assert "serve.sh:5:1: SITS204 [error] --swap-space was removed" in r.stdout
+    assert "serve.sh:6:1: SITS201 [error] `enable-chunked-prefill: 'false'` is a string" in r.stdout
+    r = run_cli("fix", "serve.sh", "--isolated", "--apply", cwd=tmp_path)
+    assert (tmp_path / "serve.sh").read_text() == HEREDOC.replace('swap-space: 8\n', "").replace('"false"', "false")
+
+
+def test_heredoc_bodies_are_not_words():
+    from sits_doctor.loaders import shell
+
+    heredocs: list = []
+    text = "cat <<-'X' | tee a.yaml\n\tvllm serve m\n\tX\nvllm serve n\ncat <<< 'x'\n"
+    words = shell.split(text, heredocs)
+    assert [w.text for w in words] == ["cat", "<<-X", "|", "tee", "a.yaml", ";", "vllm", "serve", "n", ";", "cat", "<<<", "x"]
+    (h,) = heredocs
+    assert (text[h.start:h.end], h.expands, h.word) == ("\tvllm serve m\n", False, 1)
+    from sits_doctor.loaders.script import _heredoc_target
+
+    assert _heredoc_target(words, 1) == "a.yaml"
+    assert _heredoc_target(shell.split("cat <<EOF >out.yaml\nEOF\n"), 1) == "out.yaml"
+    assert _heredoc_target(shell.split("cat <<EOF\nEOF\n"), 1) is None

@@ -35,14 +35,42 @@ _INSTRUCTION = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]+", re.MULTILINE)
 
 def parse_script(text: str, display: str) -> SourceDoc:
     """A script as a document of its words: ``/N`` is the N-th word (operators included)."""
-    words = shell.split(text)
+    heredocs: list[shell.Heredoc] = []
+    words = shell.split(text, heredocs)
     doc = SourceDoc(display, "shell", [w.text for w in words], {}, text)
+    doc.derived["heredocs"] = [(target, h) for h in heredocs if (target := _heredoc_target(words, h.word))]
     doc.positions[""] = Pos(1, 1, start=0, end=len(text))
     for i, w in enumerate(words):
         line, col = doc.lines.linecol(w.start)
         doc.positions[f"/{i}"] = Pos(line, col, start=w.start, end=w.end, style=w.quote or None)
     doc.derived["shell-words"] = words
     return doc
+
+
+def _heredoc_target(words: list[shell.ShellWord], at: int) -> str | None:
+    """The file a here-document is written to: ``cat > FILE <<EOF``, ``cat <<EOF >FILE``,
+    ``tee [-a] FILE <<EOF``, ``cat <<EOF | tee FILE``."""
+    start = at
+    while start > 0 and not words[start - 1].operator:
+        start -= 1
+    end = at
+    while end < len(words) and not words[end].operator:
+        end += 1
+    command = words[start:end]
+    for k, w in enumerate(command):
+        if w.text in (">", ">>") and k + 1 < len(command):
+            return command[k + 1].text
+        if w.text.startswith(">") and not w.quote and len(w.text.lstrip(">")) > 0:
+            return w.text.lstrip(">")
+    if end < len(words) and words[end].text == "|":  # cat <<EOF | tee FILE
+        after = end + 1
+        while after < len(words) and not words[after].operator:
+            after += 1
+        command = words[end + 1:after]
+    if command and command[0].text == "tee":
+        files = [w.text for w in command[1:] if not w.text.startswith(("-", "<<"))]
+        return files[0] if files else None
+    return None
 
 
 def _tokens(doc: SourceDoc, words: list[shell.ShellWord], first: int) -> list[Token]:
@@ -60,10 +88,56 @@ def script_plans(doc: SourceDoc) -> list[Plan]:
     """A Plan for every command of the script that starts vLLM (or ``trtllm-serve``)."""
     words = doc.derived.get("shell-words") or shell.split(doc.text)
     plans = command_plans(doc, _tokens(doc, words, 0))
+    plans += heredoc_config_plans(doc, plans)
     pin = pip_pin(doc, doc.text, 0, "")
     for plan in plans:
         plan.pin = pin
     return plans
+
+
+CONFIG_OPTION = "config"  # vllm serve --config FILE
+
+
+def heredoc_config_plans(doc: SourceDoc, plans: list[Plan]) -> list[Plan]:
+    """``vllm serve --config FILE`` where the script writes FILE with a here-document: that YAML,
+    read as vLLM reads a --config file, at its positions in the script (findings point at its
+    lines; fixes edit them)."""
+    from sits_doctor.loaders.vllm import is_vllm_yaml, plan_from_config_yaml
+    from sits_doctor.source_yaml import parse_span
+
+    written = doc.derived.get("heredocs") or []
+    out: list[Plan] = []
+    done: set[int] = set()
+    for plan in plans:
+        config = plan.settings.get(CONFIG_OPTION)
+        if plan.framework != "vllm" or config is None or config.templated or not isinstance(config.value, str):
+            continue
+        # the last here-document written to that file before the command runs
+        found = [h for target, h in written if target == config.value and h.end <= max(
+            (w.start for w in (config.site.words if config.site else ()) if w.start >= 0), default=len(doc.text))]
+        if not found or id(found[-1]) in done:
+            continue
+        body = found[-1]
+        done.add(id(body))
+        for inner in parse_span(doc.text, body.start, body.end, doc.path):
+            if body.expands:
+                inner.templated |= _shell_templated_pointers(inner.data, "")
+            if not is_vllm_yaml(inner.data):
+                continue
+            config_plan = plan_from_config_yaml(inner)
+            line, _ = doc.lines.linecol(body.start)
+            config_plan.label = f"vllm serve --config {config.value} (here-document at {doc.path}:{line})"
+            out.append(config_plan)
+    return out
+
+
+def _shell_templated_pointers(node: Any, pointer: str) -> set[str]:
+    """Pointers of the string values holding a ``$`` expansion (an unquoted here-document)."""
+    if isinstance(node, dict):
+        return {p for k, v in node.items() for p in _shell_templated_pointers(v, join_pointer(pointer, k))}
+    if isinstance(node, list):
+        return {p for i, v in enumerate(node) for p in _shell_templated_pointers(v, join_pointer(pointer, i))}
+    return {pointer} if isinstance(node, str) and is_shell_templated(node) else set()
 
 
 def command_plans(doc: SourceDoc, tokens: list[Token], exported: dict[str, Setting] | None = None,
@@ -93,13 +167,81 @@ def command_plans(doc: SourceDoc, tokens: list[Token], exported: dict[str, Setti
             continue
         env = {**exported, **prefix}
         resolved, unknown = resolve_vars(rest, {**variables, **prefix})
-        plan = _plan_of(doc, resolved, env, what=what)
+        container = docker_run(doc, resolved)
+        if container is not None:  # the server runs in the image, with docker's -e environment
+            words, image, env, entrypoint = container
+            unknown = sum(t.templated for t in words)  # docker's own options are not the server's
+            plan = _plan_of(doc, words, env, image=image, entrypoint_kept=not entrypoint, what=what,
+                            line=rest[0].prov.line)
+        else:
+            plan = _plan_of(doc, resolved, env, what=what)
         if plan is not None:
             plan.unchecked += unknown
             if hardware:
                 plan.hardware = dict(hardware)
             plans.append(plan)
     return plans
+
+
+# `docker run` options that take a value (docker run --help, Docker 27); the rest take none.
+_DOCKER_VALUE_OPTIONS = frozenset("""
+-a --attach --add-host --annotation --blkio-weight --blkio-weight-device --cap-add --cap-drop --cgroup-parent
+--cgroupns --cidfile --cpu-period --cpu-quota --cpu-rt-period --cpu-rt-runtime -c --cpu-shares --cpus
+--cpuset-cpus --cpuset-mems --device --device-cgroup-rule --device-read-bps --device-read-iops
+--device-write-bps --device-write-iops --dns --dns-option --dns-search --domainname --entrypoint -e --env
+--env-file --expose --gpus --group-add --health-cmd --health-interval --health-retries --health-start-interval
+--health-start-period --health-timeout -h --hostname --ip --ip6 --ipc --isolation --kernel-memory -l --label
+--label-file --link --link-local-ip --log-driver --log-opt --mac-address -m --memory --memory-reservation
+--memory-swap --memory-swappiness --mount --name --network --net --network-alias --net-alias
+--oom-score-adj --pid --pids-limit --platform -p --publish --pull --restart --runtime --security-opt
+--shm-size --stop-signal --stop-timeout --storage-opt --sysctl --tmpfs --ulimit -u --user --userns --uts
+-v --volume --volume-driver --volumes-from -w --workdir
+""".split())
+_DOCKER_SHORT_VALUE = frozenset(o[1] for o in _DOCKER_VALUE_OPTIONS if len(o) == 2)
+_CONTAINER_CLIS = frozenset({"docker", "podman", "nvidia-docker"})
+
+
+def docker_run(doc: SourceDoc, tokens: list[Token]):
+    """``docker run [OPTIONS] IMAGE [ARGS]`` (also ``podman``, ``sudo docker``, ``docker container
+    run``): (the words the container runs: ``--entrypoint`` then ARGS, the image as a Setting,
+    the ``-e`` environment, whether an entrypoint was given), or None. The image's own
+    entrypoint gets ARGS when there is no ``--entrypoint`` (vLLM's image: ``vllm serve``)."""
+    i = 1 if tokens and tokens[0].text == "sudo" else 0
+    if i >= len(tokens) or tokens[i].text.rsplit("/", 1)[-1] not in _CONTAINER_CLIS:
+        return None
+    i += 1
+    if i < len(tokens) and tokens[i].text == "container":
+        i += 1
+    if i >= len(tokens) or tokens[i].text != "run":
+        return None
+    i += 1
+    env: dict[str, Setting] = {}
+    entrypoint: Token | None = None
+    while i < len(tokens) and tokens[i].text.startswith("-") and tokens[i].text != "-":
+        tok = tokens[i]
+        name, eq, inline = tok.text.partition("=")
+        takes = name in _DOCKER_VALUE_OPTIONS or (
+            not name.startswith("--") and len(name) > 2 and name[-1] in _DOCKER_SHORT_VALUE)  # -it, -dp 80:80
+        value: Token | None = None
+        if takes and not eq and i + 1 < len(tokens):
+            i += 1
+            value = tokens[i]
+        elif takes and eq:
+            value = tok._replace(text=inline)
+        if value is not None and name in ("-e", "--env"):
+            key, has, val = value.text.partition("=")
+            env[key] = Setting(key=key, raw_key=key, value=val if has else None, raw=val if has else None,
+                               prov=value.prov, templated=not has or value.templated or is_shell_templated(val))
+        if value is not None and name == "--entrypoint":
+            entrypoint = value
+        i += 1
+    if i >= len(tokens):
+        return None
+    image_tok = tokens[i]
+    image = Setting(key="image", raw_key="image", value=image_tok.text, raw=image_tok.text, prov=image_tok.prov,
+                    templated=image_tok.templated)
+    words = ([entrypoint] if entrypoint is not None else []) + list(tokens[i + 1:])
+    return words, image, env, entrypoint is not None
 
 
 def _variable(doc: SourceDoc, tok: Token, name: str, value: str, words, variables: dict[str, Setting]) -> Setting:
@@ -151,13 +293,13 @@ def _commands(tokens: list[Token]) -> list[list[Token]]:
 
 
 def _plan_of(doc: SourceDoc, tokens: list[Token], env: dict[str, Setting], image: Setting | None = None,
-             entrypoint_kept: bool = False, what: str = "script") -> Plan | None:
+             entrypoint_kept: bool = False, what: str = "script", line: int | None = None) -> Plan | None:
     from sits_doctor.loaders.vllm import plan_from_command
 
     first = next((t for t in tokens if not t.operator), None)
     if first is None and image is None:
         return None
-    line = first.prov.line if first is not None else 1
+    line = line or (first.prov.line if first is not None else 1)
     label = f"{what} line {line}"
     anchor = first.prov if first is not None else Provenance(file=doc.path)
     plan = plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env,
