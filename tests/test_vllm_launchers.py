@@ -278,3 +278,81 @@ def test_heredoc_bodies_are_not_words():
     assert _heredoc_target(words, 1) == "a.yaml"
     assert _heredoc_target(shell.split("cat <<EOF >out.yaml\nEOF\n"), 1) == "out.yaml"
     assert _heredoc_target(shell.split("cat <<EOF\nEOF\n"), 1) is None
+
+
+# --- 5. launchers that were refused ------------------------------------------------------------
+
+def test_dockerfile_running_a_script_beside_it(tmp_path, hermetic):
+    write(tmp_path, "Dockerfile", 'FROM vllm/vllm-openai:v0.10.2\nENV MAX_LEN=8192\nCOPY run.sh /opt/start.sh\n'
+                                  'ENTRYPOINT ["/bin/bash", "/opt/start.sh"]\nCMD ["Qwen/Qwen2.5-7B-Instruct"]\n')
+    write(tmp_path, "run.sh", '#!/bin/bash\nexec vllm serve "$1" --max-model-len "$MAX_LEN" --swap-space 8 '
+                              '--enable-chunked-prefill=false\n')
+    for given in ("Dockerfile", "."):  # named, and in a walk (where run.sh is not checked twice)
+        r = run_cli("check", given, "--isolated", "--fail-on", "info", cwd=tmp_path)
+        assert r.stdout.count("run.sh:2:") == 1, r.stdout
+        assert "target: vLLM 0.10.2 (image vllm/vllm-openai:v0.10.2 (Dockerfile:1:6))" in r.stdout
+        assert "SITS204" not in r.stdout
+    from sits_doctor.loaders import load_paths
+
+    (plan,) = load_paths([tmp_path / "Dockerfile"]).plans
+    assert plan.model_ref.value == "Qwen/Qwen2.5-7B-Instruct" and plan.value("max_model_len") == 8192
+    assert plan.label.startswith("script line 2 (vllm serve) (run by ") and plan.label.endswith("Dockerfile)")
+
+
+def test_dockerfile_script_lookup(tmp_path):
+    from sits_doctor.loaders.script import launched_script, parse_dockerfile
+
+    write(tmp_path, "start.sh", "#!/bin/sh\nvllm serve m\n")
+    write(tmp_path, "scripts/serve", "#!/bin/bash\nvllm serve m\n")
+
+    def found(text):
+        got = launched_script(parse_dockerfile(text, "Dockerfile"), str(tmp_path))
+        return None if got is None else (got[0][len(str(tmp_path)) + 1:], [t.text for t in got[1]])
+
+    assert found('FROM x\nCMD ["./start.sh", "a"]\n') == ("start.sh", ["a"])
+    assert found("FROM x\nCOPY scripts/serve /usr/bin/serve\nCMD serve\n") == ("scripts/serve", [])
+    assert found("FROM x\nCOPY . /app\nENTRYPOINT [\"sh\", \"-c\", \"/app/start.sh\"]\n") == ("start.sh", [])
+    assert found('FROM x\nCMD ["python", "app.py"]\n') is None and found("FROM x\n") is None
+
+
+def test_rayservice_reads_its_containers_as_well(tmp_path, hermetic):
+    text = """apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: vllm}
+spec:
+  serveConfigV2: |
+    applications:
+      - name: llm
+        args: {llm_configs: [./models/qwen.yaml]}
+  rayClusterConfig:
+    headGroupSpec:
+      template:
+        spec:
+          containers:
+            - name: ray-head
+              image: vllm/vllm-openai:v0.33.0
+              command: ["/bin/bash", "-lc", "--"]
+              args: ["ray start --head --block & vllm serve m --swap-space 8"]
+"""
+    r = _check(tmp_path, "rayservice.yaml", text)
+    assert "rayservice.yaml:17:63: SITS204 [error] --swap-space was removed" in r.stdout
+
+
+def test_rayjob_entrypoint_runs_in_the_head_image(tmp_path, hermetic):
+    text = """apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: j}
+spec:
+  entrypoint: vllm serve m --swap-space 8
+  rayClusterSpec:
+    headGroupSpec:
+      template:
+        spec:
+          containers: [{name: head, image: "vllm/vllm-openai:v0.10.2"}]
+    workerGroupSpecs:
+      - template:
+          spec:
+            containers: [{name: w, image: "vllm/vllm-openai:v0.33.0"}]
+"""
+    r = _check(tmp_path, "job.yaml", text)
+    assert "target: vLLM 0.10.2 (image vllm/vllm-openai:v0.10.2" in r.stdout and "SITS204" not in r.stdout

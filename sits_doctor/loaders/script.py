@@ -84,14 +84,19 @@ def _tokens(doc: SourceDoc, words: list[shell.ShellWord], first: int) -> list[To
     return out
 
 
-def script_plans(doc: SourceDoc) -> list[Plan]:
-    """A Plan for every command of the script that starts vLLM (or ``trtllm-serve``)."""
+def script_plans(doc: SourceDoc, exported: dict[str, Setting] | None = None, image: Setting | None = None,
+                 pin: Setting | None = None) -> list[Plan]:
+    """A Plan for every command of the script that starts vLLM (or ``trtllm-serve``).
+    ``exported``, ``image``, ``pin``: what a Dockerfile that runs the script gives it (its ENV
+    and the command's arguments as ``$1`` …, its FROM image, its ``pip install`` pin)."""
     words = doc.derived.get("shell-words") or shell.split(doc.text)
-    plans = command_plans(doc, _tokens(doc, words, 0))
+    plans = command_plans(doc, _tokens(doc, words, 0), exported)
     plans += heredoc_config_plans(doc, plans)
-    pin = pip_pin(doc, doc.text, 0, "")
+    pin = pip_pin(doc, doc.text, 0, "") or pin
     for plan in plans:
         plan.pin = pin
+        if image is not None and plan.image is None:
+            plan.image = image
     return plans
 
 
@@ -342,6 +347,10 @@ def parse_dockerfile(text: str, display: str) -> SourceDoc:
             doc.data[keyword] = _command_value(doc, keyword, body, start)
         elif keyword == "ENV":
             _env(doc, body, start)
+        elif keyword in ("COPY", "ADD"):
+            paths = [w.text for w in shell.split(body) if not w.operator and not w.text.startswith("--")]
+            if len(paths) >= 2:
+                doc.derived.setdefault("copies", []).append((paths[:-1], paths[-1]))
         elif keyword == "RUN" and pip_pin(doc, body, start, "") is not None:
             doc.derived["pin"] = pip_pin(doc, body, start, "")
     return doc
@@ -455,7 +464,8 @@ def _env(doc: SourceDoc, body: str, start: int) -> None:
         doc.derived.setdefault("ENV-words", {})[name] = ws
 
 
-def dockerfile_plans(doc: SourceDoc) -> list[Plan]:
+def _dockerfile_tokens(doc: SourceDoc) -> tuple[list[Token], dict[str, Setting], Setting | None]:
+    """The words of ENTRYPOINT then CMD, the ENV, and the FROM image."""
     data = doc.data
     env: dict[str, Setting] = {}
     for name, value in (data.get("ENV") or {}).items():
@@ -488,6 +498,12 @@ def dockerfile_plans(doc: SourceDoc) -> list[Plan]:
                 prov = Provenance(file=doc.path, pointer=pointer, line=pos.line, col=pos.col)
                 tokens.append(Token(text, prov, is_shell_templated(text),
                                     Word(text, pos.start, pos.end, pointer, '"'), "argv"))
+    return tokens, env, image
+
+
+def dockerfile_plans(doc: SourceDoc) -> list[Plan]:
+    data = doc.data
+    tokens, env, image = _dockerfile_tokens(doc)
     if not tokens and image is None:
         return []
     resolved, unknown = resolve_vars(tokens, env)
@@ -497,6 +513,64 @@ def dockerfile_plans(doc: SourceDoc) -> list[Plan]:
     plan.unchecked += unknown
     plan.pin = doc.derived.get("pin")
     return [plan]
+
+
+def script_args(tokens: list[Token]) -> dict[str, Setting]:
+    """A script's positional parameters ``$1`` … from the words its caller passes."""
+    out = {}
+    for n, tok in enumerate(tokens, 1):
+        out[str(n)] = Setting(key=str(n), raw_key=str(n), value=tok.text, raw=tok.text,
+                              prov=tok.prov._replace(note=f"argument {n} of the script, from the Dockerfile ({tok.prov})"),
+                              templated=tok.templated)
+    return out
+
+
+def launched_script(doc: SourceDoc, folder: str) -> tuple[str, list[Token]] | None:
+    """The shell script beside a Dockerfile that its ENTRYPOINT/CMD runs (``["/app/start.sh",
+    ARGS]``, ``bash start.sh``, ``sh -c /app/start.sh``), found through the ``COPY``/``ADD`` that put
+    it in the image or by its name in the Dockerfile's folder: (its path, the words after it)."""
+    tokens = _command_tokens(doc)
+    texts = [t.text for t in tokens]
+    for k, text in enumerate(texts):
+        if text.rsplit("/", 1)[-1] in ("sh", "bash", "dash", "zsh", "exec", "tini", "dumb-init") or text.startswith("-"):
+            continue  # a shell (and its options) or an init running the script
+        source = _copied_from(doc, text) or text.rsplit("/", 1)[-1]
+        path = os.path.join(folder, source)
+        if os.path.isfile(path) and is_script(path, None if path.endswith((".sh", ".bash")) else _head(path)):
+            return path, tokens[k + 1:]
+        return None
+    return None
+
+
+def _head(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(200)
+    except OSError:
+        return ""
+
+
+def _copied_from(doc: SourceDoc, target: str) -> str | None:
+    """The build-context path that ``COPY SRC DEST`` put at ``target`` in the image."""
+    for sources, dest in reversed(doc.derived.get("copies", [])):
+        for src in sources:
+            base = src.rstrip("/").rsplit("/", 1)[-1]
+            placed = dest + base if dest.endswith("/") else dest
+            if placed == target or ("/" not in target and placed.rsplit("/", 1)[-1] == target):  # on PATH
+                return src
+            if src in (".", "./") and target.startswith(dest.rstrip("/") + "/"):
+                return target[len(dest.rstrip("/")) + 1:]
+    return None
+
+
+def _command_tokens(doc: SourceDoc) -> list[Token]:
+    return _dockerfile_tokens(doc)[0]
+
+
+def dockerfile_context(doc: SourceDoc) -> tuple[dict[str, Setting], Setting | None, Setting | None]:
+    """(ENV, FROM image, pip pin) of a Dockerfile, for a script it runs."""
+    _, env, image = _dockerfile_tokens(doc)
+    return env, image, doc.derived.get("pin")
 
 
 def why_not(doc: SourceDoc) -> str:
