@@ -356,3 +356,47 @@ spec:
 """
     r = _check(tmp_path, "job.yaml", text)
     assert "target: vLLM 0.10.2 (image vllm/vllm-openai:v0.10.2" in r.stdout and "SITS204" not in r.stdout
+
+
+# --- 3. KAITO: the server parser's optional positional takes one stray word ---------------------
+
+KAITO_CM = """apiVersion: v1
+kind: ConfigMap
+metadata: {{name: params}}
+data:
+  inference_config.yaml: |
+    vllm:
+      max-model-len: 8192
+      enable-chunked-prefill: {first}
+      tensor-parallel-size: 1
+{more}"""
+
+
+def _kaito(tmp_path, target, first="true", more=""):
+    from sits_doctor.engine import CheckOptions, check
+
+    path = write(tmp_path, "cm.yaml", KAITO_CM.format(first=first, more=more))
+    report = check([str(path)], CheckOptions(isolated=True, targets=[target], select=["SITS201"]))
+    return sorted((f.location.line, f.severity.value, f.message.split(":")[0]) for f in report.findings)
+
+
+def test_kaito_first_stray_true_is_taken_by_model_tag(tmp_path, hermetic):
+    assert _kaito(tmp_path, "vllm==0.10.0") == [
+        (8, "info", "--enable-chunked-prefill takes no value, and the word 'True' after it is taken by the server "
+                    "parser's optional positional model_tag (make_arg_parser, vLLM ≥0.10.0), which this server does not read")]
+    assert [s for _, s, _ in _kaito(tmp_path, "vllm==0.9.2")] == ["error"]  # no model_tag before 0.10.0
+
+
+def test_kaito_second_stray_word_fails_and_false_leaves_the_flag_on(tmp_path, hermetic):
+    got = _kaito(tmp_path, "vllm==0.33.0", more="      enforce-eager: true\n")
+    assert [(line, sev) for line, sev, _ in got] == [(8, "info"), (10, "error")]
+    ((_, sev, message),) = _kaito(tmp_path, "vllm==0.33.0", first="false")
+    assert sev == "warning"
+
+
+def test_vllm_serve_reads_model_tag_as_the_model(tmp_path, hermetic):
+    r = _check(tmp_path, "serve.sh", "#!/bin/bash\nvllm serve m --enforce-eager True\n", "--target", "vllm==0.33.0")
+    assert "SITS201 [error]" in r.stdout  # vllm serve: m is model_tag; True is one word too many
+    r = _check(tmp_path, "api.sh", "#!/bin/bash\npython -m vllm.entrypoints.openai.api_server m --enforce-eager True\n",
+               "--target", "vllm==0.33.0")
+    assert "SITS201 [error]" in r.stdout  # the positional m already fills model_tag
