@@ -228,15 +228,17 @@ def predict_plan(plan) -> Prediction | None:
     def v(x, default=None):
         return x.value if x is not None and x.value is not None else default
 
+    from sits_doctor.frameworks.vllm import GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, PIPELINE_PARALLEL, TENSOR_PARALLEL
+
     max_len = v(serving.max_model_len)
     tp, pp = _count(serving.tensor_parallel), _count(serving.pipeline_parallel)
     utilization = _number(serving.memory_fraction, 0.9)
     unread = [f"{name} {x.value!r} is not a number the file resolves ({x.prov}): not checked"
-              for name, x, n in (("tensor_parallel_size", serving.tensor_parallel, tp),
-                                 ("pipeline_parallel_size", serving.pipeline_parallel, pp),
-                                 ("gpu_memory_utilization", serving.memory_fraction, utilization)) if n is None]
+              for name, x, n in ((TENSOR_PARALLEL, serving.tensor_parallel, tp),
+                                 (PIPELINE_PARALLEL, serving.pipeline_parallel, pp),
+                                 (GPU_MEMORY_UTILIZATION, serving.memory_fraction, utilization)) if n is None]
     unread += [f"{key} {s.raw!r} uses a variable or template the file does not resolve ({s.prov}): not checked"
-               for key in ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization")
+               for key in (TENSOR_PARALLEL, PIPELINE_PARALLEL, MAX_MODEL_LEN, GPU_MEMORY_UTILIZATION)
                if (s := plan.settings.get(key)) is not None and s.templated]
     if unread:
         return Prediction("vllm", None, None, None, None, None, None, None, (), (), tuple(unread))
@@ -252,8 +254,8 @@ def predict_plan(plan) -> Prediction | None:
         cuda_graphs=bool(v(serving.cuda_graphs, True)), kv_cache_memory_bytes=_kv_cache_memory(plan))
     ranks = tp * pp
     notes = tuple(f"{name} {x.value}: {x.prov.note}" for name, x in (
-        ("tensor_parallel_size", serving.tensor_parallel), ("pipeline_parallel_size", serving.pipeline_parallel),
-        ("max_model_len", serving.max_model_len), ("gpu_memory_utilization", serving.memory_fraction))
+        (TENSOR_PARALLEL, serving.tensor_parallel), (PIPELINE_PARALLEL, serving.pipeline_parallel),
+        (MAX_MODEL_LEN, serving.max_model_len), (GPU_MEMORY_UTILIZATION, serving.memory_fraction))
         if x is not None and x.prov.kind == "file" and x.prov.note)
     if notes:
         pred = pred._replace(assumptions=notes + pred.assumptions)

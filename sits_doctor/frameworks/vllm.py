@@ -157,6 +157,8 @@ REVISION = "revision"
 HF_OVERRIDES = "hf_overrides"
 MAX_MODEL_LEN = "max_model_len"
 TENSOR_PARALLEL = "tensor_parallel_size"
+PIPELINE_PARALLEL = "pipeline_parallel_size"
+GPU_MEMORY_UTILIZATION = "gpu_memory_utilization"
 # vLLM's own container image, tagged with the release (https://docs.vllm.ai/en/stable/deployment/docker/);
 # other images named *vllm* (lmcache/vllm-openai, opea/vllm-gaudi, rocm/vllm-dev) tag their own versions.
 OFFICIAL_IMAGES = ("vllm/vllm-openai",)
