@@ -13,7 +13,9 @@ Reports values the framework's parser refuses, so the deployment fails to start:
   vllm.entrypoints.openai.api_server` and by KAITO's runtime, which passes each `vllm:` entry as
   `--KEY str(VALUE)`) has an optional positional `model_tag` from 0.10.0: the first stray word
   (`--enable-chunked-prefill True`) lands there and the server starts (info; a stray `False`
-  leaves the flag on: warning); only a second stray word is an unrecognized argument.
+  leaves the flag on: warning); only a second stray word is an unrecognized argument. A launch
+  script's variable after such a flag (`--enforce-eager $EAGER`) that the script sets somewhere
+  it cannot be read (`EAGER="$3"`) is a warning naming where it is set: a word there fails.
 - **Triton TensorRT-LLM backend** `config.pbtxt`: a missing or unknown `gpt_model_type` (the
   model fails to load), and a parameter value the backend cannot convert (`"O.9"` for
   `kv_cache_free_gpu_mem_fraction`, `"yes"` for a bool): the backend logs a warning and quietly
@@ -226,6 +228,19 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence, release: str) -> Itera
             return
         off_flag = portable([f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))], release)
         separate = setting.site is not None and len(setting.site.words) == 2
+        if separate and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE and value is True:
+            # `--enforce-eager $EAGER`: a variable word the file does not resolve follows the flag
+            word = setting.site.words[1].text
+            if setting.prov.kind == "file" and setting.prov.note:
+                yield RULE.finding(
+                    plan, setting,
+                    f"{shown} takes no value, and {word} after it is a separate word ({setting.prov.note}): "
+                    f"where it expands to a word, {ctx.target.name} refuses to start (unrecognized arguments); "
+                    "only an empty, unquoted expansion leaves the flag alone",
+                    severity=Severity.WARNING, evidence=evidence,
+                    fix_hint=f"write {shown} alone, or put the whole flag in the variable",
+                    fixes=[edit.display(setting, f"write {shown} alone", "the variable's value is not known here")])
+            return
         if separate and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE:
             on = str(value).strip().lower() == "true"
             word = shown if on else off_flag

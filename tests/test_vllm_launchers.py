@@ -400,3 +400,25 @@ def test_vllm_serve_reads_model_tag_as_the_model(tmp_path, hermetic):
     r = _check(tmp_path, "api.sh", "#!/bin/bash\npython -m vllm.entrypoints.openai.api_server m --enforce-eager True\n",
                "--target", "vllm==0.33.0")
     assert "SITS201 [error]" in r.stdout  # the positional m already fills model_tag
+
+
+# --- 7. a variable word after a flag that takes none --------------------------------------------
+
+@pytest.mark.parametrize("assignment", ['EAGER="$3"', 'if [ -n "$X" ]; then\n  EAGER=$(cat /etc/eager)\nfi'])
+def test_variable_after_a_flag_that_takes_none_is_named_where_it_is_set(tmp_path, hermetic, assignment):
+    text = f"#!/bin/bash\n{assignment}\nvllm serve Qwen/Qwen2.5-7B-Instruct --enforce-eager $EAGER --port 8000\n"
+    r = _check(tmp_path, "serve.sh", text, "--target", "vllm==0.33.0")
+    assert "SITS201 [warning] --enforce-eager takes no value, and $EAGER after it is a separate word ($EAGER is set " \
+           "in this file: line " in r.stdout
+    chunked = text.replace("--enforce-eager", "--enable-chunked-prefill")
+    assert "SITS201" not in _check(tmp_path, "old.sh", chunked, "--target", "vllm==0.8.4").stdout  # StoreBoolean reads it
+
+
+def test_variable_after_a_flag_not_set_in_the_file_is_not_judged(tmp_path, hermetic):
+    from sits_doctor.loaders import load_paths
+
+    text = "#!/bin/bash\nvllm serve --model m --enforce-eager $EAGER\n"
+    r = _check(tmp_path, "serve.sh", text, "--target", "vllm==0.33.0")
+    assert "SITS201" not in r.stdout and "not checked" in r.stderr
+    (plan,) = load_paths([tmp_path / "serve.sh"]).plans
+    assert plan.model_ref.value == "m" and plan.value("enforce_eager") is True  # $EAGER is not the model

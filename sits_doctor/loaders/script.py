@@ -152,6 +152,7 @@ def command_plans(doc: SourceDoc, tokens: list[Token], exported: dict[str, Setti
     exported = dict(exported or {})
     variables: dict[str, Setting] = dict(exported)  # what the script has set so far (exported or not)
     plans: list[Plan] = []
+    assigned = _assignments(tokens)
     for command in _commands(tokens):
         prefix: dict[str, Setting] = {}
         exporting = command[0].text == "export"
@@ -182,6 +183,7 @@ def command_plans(doc: SourceDoc, tokens: list[Token], exported: dict[str, Setti
             plan = _plan_of(doc, resolved, env, what=what)
         if plan is not None:
             plan.unchecked += unknown
+            _note_assignments(plan, assigned)
             if hardware:
                 plan.hardware = dict(hardware)
             plans.append(plan)
@@ -247,6 +249,38 @@ def docker_run(doc: SourceDoc, tokens: list[Token]):
                     templated=image_tok.templated)
     words = ([entrypoint] if entrypoint is not None else []) + list(tokens[i + 1:])
     return words, image, env, entrypoint is not None
+
+
+_SHELL_KEYWORDS = frozenset({"then", "else", "do", "{", "!", "elif", "if", "while", "until"})
+
+
+def _assignments(tokens: list[Token]) -> dict[str, list[Token]]:
+    """Every ``NAME=value`` word that starts a command (or follows ``then``/``do``/``export``…)
+    anywhere in the script: a variable set in a branch, a loop or after its use still is."""
+    out: dict[str, list[Token]] = {}
+    for command in _commands(tokens):
+        k = 0
+        while k < len(command) and command[k].text in _SHELL_KEYWORDS | {"export", "local", "readonly"}:
+            k += 1
+        while k < len(command) and (m := _ASSIGNMENT.match(command[k].text)):
+            out.setdefault(m.group(1), []).append(command[k])
+            k += 1
+    return out
+
+
+def _note_assignments(plan: Plan, assigned: dict[str, list[Token]]) -> None:
+    """A flag followed by a variable word its value cannot be read from (``--enforce-eager
+    $EAGER``): note on the setting where the script sets the variable, for the rules to say."""
+    for key, setting in list(plan.settings.items()):
+        words = setting.site.words if setting.site is not None else ()
+        if setting.value is not True or len(words) != 2 or "$" not in words[1].text or words[1].start < 0:
+            continue  # (a resolved word has no span left)
+        name = words[1].text.strip("${}")
+        where = assigned.get(name)
+        if where:
+            shown = ", ".join(f"line {t.prov.line} ({t.text})" for t in where)
+            plan.settings[key] = setting.with_(prov=setting.prov._replace(
+                note=f"{words[1].text} is set in this file: {shown}"))
 
 
 def _variable(doc: SourceDoc, tok: Token, name: str, value: str, words, variables: dict[str, Setting]) -> Setting:

@@ -177,6 +177,10 @@ def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[
                     i += 1  # ≤0.8.4 (StoreBoolean) reads it; later parsers refuse it as a stray argument
                     value = tokens[i].text
                     used.append(tokens[i])
+                elif (i + 1 < len(tokens) and tokens[i + 1].templated and not tokens[i + 1].operator
+                      and _LONE_VAR.fullmatch(tokens[i + 1].text)):
+                    i += 1  # `--enforce-eager $EAGER`: the flag is set; the word is whatever $EAGER holds
+                    used.append(tokens[i])
             elif kind == "list":
                 values = []
                 while i + 1 < len(tokens) and not _is_flag(tokens[i + 1].text) and not tokens[i + 1].operator:
@@ -208,6 +212,9 @@ def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[
         settings.update(expand_nested(setting))
         i += 1
     return settings, positional
+
+
+_LONE_VAR = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}")  # a word that is one variable
 
 
 def is_shell_templated(text: str) -> bool:
