@@ -422,3 +422,18 @@ def test_variable_after_a_flag_not_set_in_the_file_is_not_judged(tmp_path, herme
     assert "SITS201" not in r.stdout and "not checked" in r.stderr
     (plan,) = load_paths([tmp_path / "serve.sh"]).plans
     assert plan.model_ref.value == "m" and plan.value("enforce_eager") is True  # $EAGER is not the model
+
+
+def test_checked_counts_releases_and_knows_no_parser_before_the_data():
+    from sits_doctor.finding import Edit, Fix
+    from sits_doctor.fixes.config_versions import _releases_accepting, accepted_by, checked
+    from sits_doctor.frameworks import vllm as fw
+    from sits_doctor.plan import Target
+
+    releases = fw.parser_table()[0]
+    assert _releases_accepting("--no-enable-chunked-prefill") == len(releases) - releases.index("0.8.5")
+    assert _releases_accepting("--disable-chunked-prefill") == 1 and _releases_accepting("--no-such-flag") == 0
+    assert accepted_by("--disable-chunked-prefill") == "0.33.0" and accepted_by("--no-such-flag") == "no release"
+    fix = Fix("write --x", "f", (Edit(0, 1, "--x"),), Safety.SAFE)
+    old = checked(fix, ["--no-enable-chunked-prefill"], Target("vllm", "0.5.3.post1", "t"))
+    assert old.safety is Safety.DISPLAY and not old.edits and old.why_not.startswith("no parser data for vLLM 0.5.3.post1")
