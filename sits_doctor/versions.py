@@ -80,10 +80,7 @@ def version_from_image(image: str) -> tuple[str, str] | None:
     m = _TAG.match(tag)
     if not m:
         return None
-    version = _pep440(m.group(1))
-    if version is None:
-        return None
-    m = _TAG.match(version)
+    m = _TAG.match(_pep440(m.group(1)))
     if "vllm" in last:  # only vLLM's own images are tagged with the vLLM version
         return ("vllm", m.group(1)) if _vllm.is_official_image(name) or rehosted_official(name) else None
     if "tensorrt-llm" in name or "tensorrt_llm" in name or "trtllm" in last:
@@ -91,12 +88,10 @@ def version_from_image(image: str) -> tuple[str, str] | None:
     return None
 
 
-def _pep440(text: str) -> str | None:
-    """``0.5.3post1`` → ``0.5.3.post1``: the version as PEP 440 normalises it (pip installs that)."""
-    try:
-        return str(Version(text))
-    except InvalidVersion:
-        return None
+def _pep440(text: str) -> str:
+    """``0.5.3post1`` → ``0.5.3.post1``: the version as PEP 440 normalises it (pip installs that);
+    every text :data:`_TAG` matches is a valid version."""
+    return str(Version(text))
 
 
 IMPORT_NAMES: dict[str, str] = {"vllm": "vllm", "trtllm": "tensorrt_llm", "ortgenai": "onnxruntime_genai", "hf": "transformers"}

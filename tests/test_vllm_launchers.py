@@ -437,3 +437,33 @@ def test_checked_counts_releases_and_knows_no_parser_before_the_data():
     fix = Fix("write --x", "f", (Edit(0, 1, "--x"),), Safety.SAFE)
     old = checked(fix, ["--no-enable-chunked-prefill"], Target("vllm", "0.5.3.post1", "t"))
     assert old.safety is Safety.DISPLAY and not old.edits and old.why_not.startswith("no parser data for vLLM 0.5.3.post1")
+
+
+def test_launcher_edge_cases(tmp_path):
+    from sits_doctor.loaders import shell
+    from sits_doctor.loaders.script import _assignments, _tokens, launched_script, parse_dockerfile, parse_script
+    from sits_doctor.versions import rehosted_official
+
+    def opened(text):
+        found: list = []
+        shell.split(text, found)
+        return [(h.delimiter, h.expands) for h in found]
+
+    assert opened("cat <<EOF\nx\nEOF\n") == [("EOF", True)]
+    assert opened("cat <<'EOF'\nx\nEOF\n") == [("EOF", False)] == opened('cat <<"EOF"\nx\nEOF\n')
+    assert opened("cat <<\\EOF\nx\nEOF\n") == [("EOF", False)] and opened("cat << EOF\nx\nEOF\n") == [("EOF", True)]
+    assert rehosted_official("registry.example.com/mirror/vllm/vllm-openai:v0.9.2@sha256:abc")
+    assert not rehosted_official("docker.io/vllm/vllm-openai:v0.9.2") and not rehosted_official("vllm/vllm-openai")
+
+    doc = parse_script("if [ -n x ]; then EAGER=1; fi\nexport A=2 B=3\n", "s.sh")
+    assert sorted(_assignments(_tokens(doc, doc.derived["shell-words"], 0))) == ["A", "B", "EAGER"]
+
+    write(tmp_path, "scripts/serve.sh", "#!/bin/bash\nvllm serve m\n")
+
+    def found(text):
+        got = launched_script(parse_dockerfile(text, "Dockerfile"), str(tmp_path))
+        return None if got is None else got[0][len(str(tmp_path)) + 1:]
+
+    assert found('FROM x\nCMD ["./missing.sh"]\n') is None
+    assert found('FROM x\nCOPY . /app\nCMD ["/app/scripts/serve.sh"]\n') == "scripts/serve.sh"
+    assert found('FROM x\nCOPY run.sh /app/\nCMD ["/app/scripts/serve.sh"]\n') is None  # not what COPY put there
