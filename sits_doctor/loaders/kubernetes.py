@@ -1,7 +1,10 @@
 """vLLM command lines inside Kubernetes objects (Deployment, StatefulSet, LeaderWorkerSet, ...).
 
 Containers are found wherever a ``containers:`` list of named containers sits, so workload kinds
-we never heard of (KServe, RayService, LeaderWorkerSet's leader and worker templates) work too.
+we never heard of (KServe, RayService, RayCluster, LeaderWorkerSet's leader and worker
+templates) work too. A KubeRay RayJob's ``spec.entrypoint`` shell command is read too, in the head
+container's image. A shell with ``-c`` in ``command`` and the script in ``args`` (``["/bin/bash",
+"-lc", "--"]``) is read as the shell reads it.
 """
 
 from __future__ import annotations

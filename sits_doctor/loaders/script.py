@@ -6,11 +6,16 @@ control operators and line breaks) that runs ``vllm serve`` or the API server mo
 Plan. Variables are followed as a shell would: ``NAME=value`` and ``export NAME=value`` before the
 command, ``NAME=value cmd`` prefixes, ``${NAME:-default}``; a word that names a variable the
 script does not set stays unknown (counted, not judged). Only exported or prefixed variables are
-the engine's environment.
+the engine's environment. ``docker run [OPTIONS] IMAGE ARGS`` runs ARGS in the image (its tag may
+pin the version; ``--entrypoint`` is the command; ``-e`` the environment). A ``vllm serve --config
+FILE`` whose FILE the script writes with a here-document (``cat > FILE <<EOF``) is checked as a
+vLLM YAML where the here-document sits.
 
 A Dockerfile's last ``ENTRYPOINT`` and ``CMD`` (exec form ``["vllm", "serve", ...]`` or shell
 form) are the command; ``ENV`` sets the environment and ``FROM`` names the image (whose tag may
-pin the version, and whose own entrypoint runs when the file sets none).
+pin the version, and whose own entrypoint runs when the file sets none). A command that runs a
+shell script beside the Dockerfile (found through ``COPY``/``ADD``, or by name) is read through
+that script, with the Dockerfile's ENV, image, pin and arguments.
 """
 
 from __future__ import annotations
