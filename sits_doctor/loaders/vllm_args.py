@@ -18,7 +18,7 @@ normalize_key = fw.normalize_key
 
 _HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kmgKMG]?)$")
 # $VAR, ${VAR}, $(VAR), $((...)), `...`, and the shell's positional and special parameters ($1, ${2:-x}, $@)
-_SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?|\$\(\(|`|\$\{?[0-9@*#?!$-]")
+_SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?|\$\(\(|`|\$\{?[0-9@*#?!$]")
 
 
 class Token(NamedTuple):
