@@ -467,3 +467,17 @@ def test_launcher_edge_cases(tmp_path):
     assert found('FROM x\nCMD ["./missing.sh"]\n') is None
     assert found('FROM x\nCOPY . /app\nCMD ["/app/scripts/serve.sh"]\n') == "scripts/serve.sh"
     assert found('FROM x\nCOPY run.sh /app/\nCMD ["/app/scripts/serve.sh"]\n') is None  # not what COPY put there
+
+
+def test_invalid_yaml_in_a_heredoc_config_is_an_input_error_at_its_script_line(tmp_path, hermetic):
+    text = "#!/bin/bash\ncat > c.yaml <<'EOF'\nmodel: m\n  bad: [\nEOF\nvllm serve --config c.yaml\n"
+    r = _check(tmp_path, "serve.sh", text)
+    assert r.exit_code == 2 and "Traceback" not in r.stderr
+    assert "serve.sh:4:6: error: invalid YAML: mapping values are not allowed" in r.stderr, r.stderr
+
+
+def test_template_marks_outside_valid_yaml_are_still_neutralised():
+    from sits_doctor.source_yaml import parse_yaml
+
+    (doc,) = parse_yaml("image: {{ .Values.image }}\nargs: [--max-model-len, 4096]\n", "chart.yaml")
+    assert doc.data["image"].startswith("__tp") and "/image" in doc.templated
