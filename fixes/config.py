@@ -37,10 +37,12 @@ def remove(setting: Setting, title: str, safety: Safety = Safety.SAFE) -> Fix | 
     return _build(setting, title, safety, lambda site, doc: _remove_site(site, doc))
 
 
-def rename(setting: Setting, new_key: str, title: str, safety: Safety = Safety.SAFE) -> Fix | None:
+def rename(setting: Setting, new_key: str, title: str, safety: Safety = Safety.SAFE, *, target=None) -> Fix | None:
     """Rename an option, keeping its value: ``new_key`` as it should be written (a YAML/JSON key,
-    or a flag such as ``--new-flag``)."""
-    return _build(setting, title, safety, lambda site, doc: _rename_site(site, doc, new_key))
+    or a flag such as ``--new-flag``). With a vLLM ``target``, the new flag is checked against
+    the releases in play (:func:`sits_doctor.fixes.config_versions.checked`)."""
+    fix = _build(setting, title, safety, lambda site, doc: _rename_site(site, doc, new_key))
+    return _for_target(fix, new_key, target)
 
 
 def replace_value(setting: Setting, value: Any, title: str, safety: Safety = Safety.SAFE) -> Fix | None:
@@ -48,8 +50,9 @@ def replace_value(setting: Setting, value: Any, title: str, safety: Safety = Saf
     return _build(setting, title, safety, lambda site, doc: _replace_value_site(site, doc, value))
 
 
-def rewrite_word(setting: Setting, word: str, title: str, safety: Safety = Safety.SAFE) -> Fix | None:
-    """Replace a one-word command-line option (``--flag=value``) by ``word`` (``--no-flag``)."""
+def rewrite_word(setting: Setting, word: str, title: str, safety: Safety = Safety.SAFE, *, target=None) -> Fix | None:
+    """Replace a one-word command-line option (``--flag=value``) by ``word`` (``--no-flag``),
+    checked against a vLLM ``target``'s releases like :func:`rename`."""
     def make(site: Site, doc: SourceDoc) -> list[Edit]:
         if site.kind not in ("argv", "shell") or len(site.words) != 1 or site.words[0].start < 0:
             raise CannotEdit("the option is not one word of its own")
@@ -58,7 +61,19 @@ def rewrite_word(setting: Setting, word: str, title: str, safety: Safety = Safet
         w = site.words[0]
         return [Edit(w.start + len(w.quote), w.end - len(w.quote), word)]
 
-    return _build(setting, title, safety, make)
+    return _for_target(_build(setting, title, safety, make), word, target)
+
+
+def _for_target(fix: Fix | None, written: str, target) -> Fix | None:
+    """The fix as the target's releases read the flag it writes (a key is ``--key``; a dotted
+    field of a JSON option and a plain value are not flags)."""
+    if target is None or fix is None:
+        return fix
+    from sits_doctor.fixes.config_versions import checked
+
+    flag = written.partition("=")[0]
+    flag = flag if flag.startswith("-") else "--" + flag
+    return checked(fix, [flag], target)
 
 
 def display(setting: Setting | None, title: str, why: str) -> Fix | None:

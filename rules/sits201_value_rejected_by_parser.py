@@ -9,6 +9,13 @@ Reports values the framework's parser refuses, so the deployment fails to start:
   `--max-model-len 8k` before 0.8.4 (size suffixes arrived with `human_readable_int`),
   `--max-model-len auto` before 0.14, and a `--max-model-len` that is no number at all (`12abc`,
   or more digits than Python's int conversion takes, which the parser refuses the same way).
+  The API server's own parser (`make_arg_parser`, used by `python -m
+  vllm.entrypoints.openai.api_server` and by KAITO's runtime, which passes each `vllm:` entry as
+  `--KEY str(VALUE)`) has an optional positional `model_tag` from 0.10.0: the first stray word
+  (`--enable-chunked-prefill True`) lands there and the server starts (info; a stray `False`
+  leaves the flag on: warning); only a second stray word is an unrecognized argument. A launch
+  script's variable after such a flag (`--enforce-eager $EAGER`) that the script sets somewhere
+  it cannot be read (`EAGER="$3"`) is a warning naming where it is set: a word there fails.
 - **Triton TensorRT-LLM backend** `config.pbtxt`: a missing or unknown `gpt_model_type` (the
   model fails to load), and a parameter value the backend cannot convert (`"O.9"` for
   `kv_cache_free_gpu_mem_fraction`, `"yes"` for a bool): the backend logs a warning and quietly
@@ -57,6 +64,12 @@ both are checked against the real parsers' verdicts on probe inputs (tests repla
   config fields @0.8.5 (`StoreBoolean`, which took a value, before); `CompilationConfig`
   validation of the `--compilation-config` value @0.9.2 — each verdict from running that
   release's parser (tools/gen_vllm_options.py).
+- vLLM `vllm/entrypoints/openai/cli_args.py` `make_arg_parser`: `parser.add_argument("model_tag",
+  type=str, nargs="?")` in the v0.10.0 and v0.10.2 sdists, absent in v0.9.2; the api_server
+  module never reads it, `vllm serve` takes it as the model (`vllm/entrypoints/cli/serve.py`).
+  KAITO: kaito-project/kaito `presets/workspace/inference/vllm/inference_api.py`
+  (`KAITOArgumentParser.parse_args`: `runtime_args.append(f"--{key}")`, `str(value)`, then
+  `make_arg_parser(...).parse_args`; the model comes from `set_defaults`, not a positional).
 """
 
 from __future__ import annotations
@@ -66,6 +79,7 @@ from typing import Iterator
 
 from sits_doctor.finding import Finding, Safety, Severity
 from sits_doctor.fixes import config as edit
+from sits_doctor.fixes.config_versions import portable
 from sits_doctor.frameworks import vllm as fw
 from sits_doctor.loaders.vllm_args import parse_human_int
 from sits_doctor.plan import Plan, Provenance
@@ -135,15 +149,64 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
         return
     release, note = found
     evidence = [f"target: {ctx.target}"] + ([note] if note else [])
+    judged = []
     for setting, flag in fw.written_options(plan):
         if setting.templated or (setting.key == fw.MAX_MODEL_LEN and isinstance(setting.raw, str)):
             continue  # suffixes and "auto": _vllm_max_model_len
         info = fw.lookup_flag(flag, release)
         if info is not None:
-            yield from _vllm_value(plan, ctx, setting, info, evidence)
+            judged.append((setting, info))
+    absorbed = _absorbed_stray_word(plan, release, judged)
+    for setting, info in judged:
+        if setting is absorbed:
+            yield _absorbed(plan, ctx, setting, info, evidence)
+        else:
+            yield from _vllm_value(plan, ctx, setting, info, evidence, release)
 
 
-def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
+def _stray(setting, info) -> bool:
+    """A flag that takes no value, written with its value as a separate word."""
+    return (info.segment["kind"] == "bool" and info.segment["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE
+            and setting.site is not None and len(setting.site.words) == 2)
+
+
+def _absorbed_stray_word(plan: Plan, release: str, judged: list):
+    """The setting whose stray value word the server parser's optional positional ``model_tag``
+    takes (``make_arg_parser``, ``nargs="?"``, from vLLM 0.10.0): the first stray word in argument
+    order, where the parser is the API server module's (``python -m
+    vllm.entrypoints.openai.api_server``, and KAITO's runtime, which builds that parser and never
+    reads ``model_tag``) and no positional word took it. ``vllm serve`` reads ``model_tag`` as the
+    model, so there the word is no harmless extra."""
+    if plan.entry != ENTRY_API_SERVER or V(release) < V(fw.SERVER_PARSER_MODEL_TAG):
+        return None
+    if plan.model_ref is not None and not plan.model_ref.raw_key.startswith("-"):
+        return None  # a positional model word already fills model_tag
+    strays = [s for s, info in judged if _stray(s, info)]
+    return min(strays, key=lambda s: (s.prov.line, s.prov.col), default=None)
+
+
+ENTRY_API_SERVER = "python -m " + next(m for m in sorted(fw.API_SERVER_MODULES) if ".openai." in m)
+
+
+def _absorbed(plan: Plan, ctx, setting, info, evidence) -> Finding:
+    value = str(setting.raw)
+    on = value.strip().lower() == "true"
+    why = (f"{info.flag} takes no value, and the word {value!r} after it is taken by the server parser's optional "
+           f"positional model_tag (make_arg_parser, vLLM ≥{fw.SERVER_PARSER_MODEL_TAG}), which this server does not "
+           f"read: {ctx.target.name} starts")
+    if on:
+        return RULE.finding(
+            plan, setting, why + "; a second such word would be an unrecognized argument",
+            severity=Severity.INFO, evidence=evidence,
+            fix_hint="nothing to change for this entry; keep it the only one whose flag takes no value")
+    return RULE.finding(
+        plan, setting, why + f" with {info.flag} set: {value!r} does not turn it off",
+        severity=Severity.WARNING, evidence=evidence,
+        fix_hint=f"remove the entry to keep the default, or set the option where the flag can be written alone",
+        fixes=[edit.remove(setting, f"remove {setting.raw_key}", Safety.UNSAFE)])
+
+
+def _vllm_value(plan: Plan, ctx, setting, info, evidence, release: str) -> Iterator[Finding]:
     """Values the release's parser rejects: an explicit value for a flag that takes none, a
     number that is not one, a value outside the choices, an integer compilation config."""
     seg, shown = info.segment, info.flag
@@ -163,9 +226,22 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
                 fixes=[edit.replace_value(setting, as_bool, f"write {word} (a YAML boolean)")] if as_bool is not None else (),
             )
             return
+        off_flag = portable([f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))], release)
         separate = setting.site is not None and len(setting.site.words) == 2
+        if separate and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE and value is True:
+            # `--enforce-eager $EAGER`: a variable word the file does not resolve follows the flag
+            word = setting.site.words[1].text
+            if setting.prov.kind == "file" and setting.prov.note:
+                yield RULE.finding(
+                    plan, setting,
+                    f"{shown} takes no value, and {word} after it is a separate word ({setting.prov.note}): "
+                    f"where it expands to a word, {ctx.target.name} refuses to start (unrecognized arguments); "
+                    "only an empty, unquoted expansion leaves the flag alone",
+                    severity=Severity.WARNING, evidence=evidence,
+                    fix_hint=f"write {shown} alone, or put the whole flag in the variable",
+                    fixes=[edit.display(setting, f"write {shown} alone", "the variable's value is not known here")])
+            return
         if separate and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE:
-            off_flag = next((f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))), None)
             on = str(value).strip().lower() == "true"
             word = shown if on else off_flag
             message = f"{shown} takes no value: {ctx.target.name} refuses to start (unrecognized arguments: {value})"
@@ -184,14 +260,13 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence) -> Iterator[Finding]:
             return
         if inline and seg["action"] in fw.BOOL_ACTIONS_WITHOUT_VALUE:
             on = str(value).strip().lower() not in ("false", "0", "no", "off")
-            off_flag = next((f for f in seg["flags"] if f.startswith(("--no-", "--disable-"))), None)
             word = shown if on else off_flag
             yield RULE.finding(
                 plan, setting,
                 f"argument {shown}: ignored explicit argument {str(value)!r}: {ctx.target.name} refuses to start "
                 "(the flag takes no value)",
                 evidence=evidence, fix_hint=f"write {word}" if word else f"drop ={value}",
-                fixes=[edit.rewrite_word(setting, word, f"write {word}")] if word else (),
+                fixes=[edit.rewrite_word(setting, word, f"write {word}", target=ctx.target)] if word else (),
             )
         return
     if plan.kind == "vllm-yaml" and value is True and seg.get("nargs") in (None, "?", 1):

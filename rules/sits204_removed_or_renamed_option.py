@@ -200,7 +200,7 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             )
 
 
-def _unread(plan: Plan, setting: Setting, evidence: list[str]) -> Finding:
+def _unread(plan: Plan, setting: Setting, evidence: list[str], target=None) -> Finding:
     """A flag vLLM knows only through FlexibleArgumentParser.parse_args's rewriting, under a
     server that parses with parse_known_args (KServe's huggingfaceserver)."""
     name = setting.raw_key.partition("=")[0]
@@ -213,7 +213,7 @@ def _unread(plan: Plan, setting: Setting, evidence: list[str]) -> Finding:
     else:
         why = "vLLM turns _ into - only in its own parse_args"
         hint = f"write it as {dashed}"
-        fixes = [edit.rename(setting, dashed, f"write {dashed}", Safety.UNSAFE)]
+        fixes = [edit.rename(setting, dashed, f"write {dashed}", Safety.UNSAFE, target=target)]
     return RULE.finding(
         plan, setting,
         f"{name} has no effect and vLLM runs with its default: {plan.lenient}, and {why}",
@@ -233,11 +233,11 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             f"{setting.raw_key} starts with a look-alike dash (U+{ord(setting.raw_key[0]):04X}), not '-': vLLM reads "
             f"it as a positional argument, not {plain}; {ctx.target.name} fails to start (unrecognized arguments)",
             evidence=evidence, fix_hint=f"write {plain} with ASCII hyphens",
-            fixes=[edit.rename(setting, plain, f"write {plain} with ASCII hyphens")],
+            fixes=[edit.rename(setting, plain, f"write {plain} with ASCII hyphens", target=ctx.target)],
         )
         return
     if setting.key.startswith(fw.UNREAD):
-        yield _unread(plan, setting, evidence)
+        yield _unread(plan, setting, evidence, ctx.target)
         return
     if info is None:
         runs = fw.flag_history(flag)
@@ -260,7 +260,7 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             gone = fw.next_release(before[-1][1])
             again = f" (accepted again from {after[0][0]})" if after else ""
             message = f"{shown} was removed in vLLM {gone}{again}: {outcome}"
-            fixes = [_removal_fix(setting, option)] if option is not None else [
+            fixes = [_removal_fix(setting, option, ctx.target)] if option is not None else [
                 edit.remove(setting, f"remove {setting.raw_key}")]
         else:
             message = f"{shown} arrived in vLLM {after[0][0]}: " + (
@@ -275,7 +275,7 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             f"{shown} is an abbreviation of {info.flag}: argparse accepts a unique prefix, but a new vLLM "
             "option with the same prefix makes it ambiguous and startup fails",
             evidence=evidence, severity=Severity.INFO, fix_hint=f"write {full}",
-            fixes=[edit.rename(setting, full, f"write {full}")],
+            fixes=[edit.rename(setting, full, f"write {full}", target=ctx.target)],
         )
     if info.segment.get("deprecated"):
         later = [r for r in fw.flag_history(flag) if V(r[1]) >= V(release)]
@@ -285,16 +285,16 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
         yield RULE.finding(
             plan, setting, f"{shown} is deprecated since vLLM {since}{until}",
             evidence=evidence, fix_hint=hint, severity=Severity.WARNING,
-            fixes=[_removal_fix(setting, option)] if option is not None else [],
+            fixes=[_removal_fix(setting, option, ctx.target)] if option is not None else [],
         )
 
 
-def _removal_fix(setting: Setting, option: fw.Option):
+def _removal_fix(setting: Setting, option: fw.Option, target=None):
     """Removing an option that vLLM dropped: safe when it was a no-op or is now rejected
     outright and has no replacement that carries its value; a rename when one does."""
     if option.renamed_to:
         written = _spelled_like(setting, option.renamed_to)
-        return edit.rename(setting, written, f"rename {setting.raw_key} to {written}")
+        return edit.rename(setting, written, f"rename {setting.raw_key} to {written}", target=target)
     words = setting.site.words if setting.site is not None else ()
     title = f"remove {setting.raw_key}" + (" and its value" if len(words) > 1 else "")
     return edit.remove(setting, title, Safety.SAFE if option.drop == "safe" else Safety.UNSAFE)

@@ -228,22 +228,65 @@ def predict_plan(plan) -> Prediction | None:
     def v(x, default=None):
         return x.value if x is not None and x.value is not None else default
 
+    from sits_doctor.frameworks.vllm import GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, PIPELINE_PARALLEL, TENSOR_PARALLEL
+
     max_len = v(serving.max_model_len)
+    tp, pp = _count(serving.tensor_parallel), _count(serving.pipeline_parallel)
+    utilization = _number(serving.memory_fraction, 0.9)
+    unread = [f"{name} {x.value!r} is not a number the file resolves ({x.prov}): not checked"
+              for name, x, n in ((TENSOR_PARALLEL, serving.tensor_parallel, tp),
+                                 (PIPELINE_PARALLEL, serving.pipeline_parallel, pp),
+                                 (GPU_MEMORY_UTILIZATION, serving.memory_fraction, utilization)) if n is None]
+    unread += [f"{key} {s.raw!r} uses a variable or template the file does not resolve ({s.prov}): not checked"
+               for key in (TENSOR_PARALLEL, PIPELINE_PARALLEL, MAX_MODEL_LEN, GPU_MEMORY_UTILIZATION)
+               if (s := plan.settings.get(key)) is not None and s.templated]
+    if unread:
+        return Prediction("vllm", None, None, None, None, None, None, None, (), (), tuple(unread))
     pred = predict_vllm(
         facts.model, version=plan.target.version,
         memory_bytes=gpu.memory_gib * GIB if gpu is not None and gpu.memory_gib else None,
-        gpu_name=gpu.name if gpu is not None else "", utilization=float(v(serving.memory_fraction, 0.9)),
-        tp=int(v(serving.tensor_parallel, 1)), pp=int(v(serving.pipeline_parallel, 1)),
+        gpu_name=gpu.name if gpu is not None else "", utilization=utilization,
+        tp=tp, pp=pp,
         kv_dtype=v(serving.kv_cache_dtype, "auto"),
         max_model_len=int(max_len) if isinstance(max_len, (int, float)) and max_len > 0 else None,
         max_num_batched_tokens=v(serving.max_num_batched_tokens), chunked_prefill=v(serving.chunked_prefill),
         max_num_seqs=v(serving.max_num_seqs), block_size=v(serving.block_size),
         cuda_graphs=bool(v(serving.cuda_graphs, True)), kv_cache_memory_bytes=_kv_cache_memory(plan))
-    ranks = int(v(serving.tensor_parallel, 1)) * int(v(serving.pipeline_parallel, 1))
+    ranks = tp * pp
+    notes = tuple(f"{name} {x.value}: {x.prov.note}" for name, x in (
+        (TENSOR_PARALLEL, serving.tensor_parallel), (PIPELINE_PARALLEL, serving.pipeline_parallel),
+        (MAX_MODEL_LEN, serving.max_model_len), (GPU_MEMORY_UTILIZATION, serving.memory_fraction))
+        if x is not None and x.prov.kind == "file" and x.prov.note)
+    if notes:
+        pred = pred._replace(assumptions=notes + pred.assumptions)
     if gpu is not None and gpu.count and ranks > gpu.count:
         pred = pred._replace(assumptions=pred.assumptions + (
             f"{ranks} ranks on {gpu.count} GPU(s) as given: each rank is taken to have a GPU of its own",))
     return pred
+
+
+def _count(x, default: int = 1) -> int | None:
+    """A parallel size as vLLM's ``int`` parser reads it; None when the file does not resolve it
+    to a number (an unexpanded ``${2}``, a word)."""
+    value = default if x is None or x.value is None else x.value
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        return None
+
+
+def _number(x, default: float) -> float | None:
+    value = default if x is None or x.value is None else x.value
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return None
 
 
 def _kv_cache_memory(plan) -> float | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import sys
 from datetime import date, datetime
-from typing import Any
+from typing import Any, Sequence
 
 from sits_doctor.errors import InputError
 from sits_doctor.source import MAX_DEPTH, MAX_NODES, Pos, SourceDoc, join_pointer
@@ -24,18 +24,27 @@ _MULTILINE_ACTION = re.compile(r"\{\{-?[^}]*?\n.*?-?\}\}", re.DOTALL)
 _WHOLE_LINE_ACTION = re.compile(r"^\s*(\{\{-?.*?-?\}\}\s*)+$")
 
 
-def neutralize_templates(text: str) -> tuple[str, list[tuple[int, int]]]:
+def neutralize_templates(text: str, keep: Sequence[tuple[int, int]] = ()) -> tuple[str, list[tuple[int, int]]]:
     """Blank Helm control lines and replace inline ``{{ }}`` actions by a marker.
 
     Every character keeps its offset (a marker is exactly as long as the action it replaces:
     ``__tp`` and underscores; an action is at least 4 characters), so positions read from the
     neutralised text are positions in the real file. Returns the new text and the ``[start,
     end)`` spans of the actions.
+
+    ``keep``: spans of block scalars (``|``, ``>``) of a text that is valid YAML as it stands (a
+    ConfigMap holding a Jinja chat template). Inside them an action is text, and blanking its line
+    would change the scalar's indentation (a leading all-space line longer than the first
+    content line ends the scalar): there every action is masked in place, its line breaks and
+    indentation kept.
     """
     if "{{" not in text:
         return text, []
     spans: list[tuple[int, int]] = []
     chars = list(text)
+
+    def kept(at: int) -> bool:
+        return any(a <= at < b for a, b in keep)
 
     def blank(start: int, end: int) -> None:
         spans.append((start, end))
@@ -43,11 +52,18 @@ def neutralize_templates(text: str) -> tuple[str, list[tuple[int, int]]]:
             if chars[i] != "\n":
                 chars[i] = " "
 
+    def mask(start: int, end: int) -> None:
+        spans.append((start, end))
+        marker = iter(TEMPLATE_MARK)
+        for i in range(start, end):
+            if chars[i] not in " \t\r\n":
+                chars[i] = next(marker, "_")
+
     for m in _MULTILINE_ACTION.finditer(text):  # an action spanning lines ({{/* comment */}}, ...)
-        blank(m.start(), m.end())
+        (mask if kept(m.start()) else blank)(m.start(), m.end())
     offset = 0
     for line in "".join(chars).split("\n"):
-        if _WHOLE_LINE_ACTION.match(line):
+        if _WHOLE_LINE_ACTION.match(line) and not kept(offset + len(line) - len(line.lstrip())):
             blank(offset, offset + len(line))
         else:
             for m in _ACTION.finditer(line):
@@ -98,12 +114,43 @@ def yaml_module():
     return yaml
 
 
+def _block_scalars(text: str, loader_cls) -> list[tuple[int, int]]:
+    """Spans of the block scalars of ``text`` when it is valid YAML as written (else none)."""
+    yaml = yaml_module()
+    try:
+        return [(e.start_mark.index, e.end_mark.index) for e in yaml.parse(text, Loader=loader_cls)
+                if isinstance(e, yaml.ScalarEvent) and e.style in ("|", ">")]
+    except yaml.YAMLError:
+        return []
+
+
 def parse_yaml(text: str, display: str) -> list[SourceDoc]:
-    """Parse every document of a YAML stream into positioned :class:`SourceDoc` objects."""
+    """Parse every document of a YAML stream into positioned :class:`SourceDoc` objects.
+
+    ``{{ }}`` actions are neutralised first (Helm chart templates are not YAML until rendered).
+    Valid YAML always parses as written: when neutralising breaks a text that parses as it
+    stands, the text is read as it stands (its ``{{`` values are marked as templated)."""
     yaml = yaml_module()
 
     loader_cls = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    work, template_spans = neutralize_templates(text)
+    keep = _block_scalars(text, loader_cls) if "{{" in text else []
+    work, template_spans = neutralize_templates(text, keep)
+    try:
+        return _parse(work, text, display, template_spans, loader_cls)
+    except InputError as err:
+        if not template_spans:
+            raise
+        try:
+            as_written = _parse(text, text, display, [], loader_cls)
+        except InputError:
+            raise err from None
+        for doc in as_written:
+            doc.templated = {p for p, v in doc.derived.pop("scalars", {}).items() if "{{" in v}
+        return as_written
+
+
+def _parse(work: str, text: str, display: str, template_spans: list[tuple[int, int]], loader_cls) -> list[SourceDoc]:
+    yaml = yaml_module()
     n_templates = len(template_spans)
     docs: list[SourceDoc] = []
     try:
@@ -118,6 +165,8 @@ def parse_yaml(text: str, display: str) -> list[SourceDoc]:
                             template_spans=tuple(template_spans), shared=walker.shared)
             if n_templates:
                 doc.templated = {p for p, v in walker.scalars.items() if TEMPLATE_MARK in v}
+            elif "{{" in work:
+                doc.derived["scalars"] = walker.scalars
             docs.append(doc)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
@@ -332,4 +381,39 @@ def parse_embedded(doc: SourceDoc, pointer: str) -> list[SourceDoc]:
         out.append(SourceDoc(doc.path, "yaml", inner.data, positions, doc.text, index=doc.index,
                              templated=set(inner.templated) | ({""} if pointer in doc.templated else set()),
                              shared=inner.shared))
+    return out
+
+
+def parse_span(text: str, start: int, end: int, display: str) -> list[SourceDoc]:
+    """The YAML documents written at ``text[start:end]`` (a here-document in a launch script),
+    positioned in ``text`` itself: the span is a verbatim slice, so every offset moves by
+    ``start`` and lines and columns are read from the whole text. Raises InputError (at its
+    line in ``text``) when the slice is not valid YAML."""
+    from sits_doctor.source import LineIndex
+
+    lines = LineIndex(text)
+    try:
+        inner_docs = parse_yaml(text[start:end], display)
+    except InputError as err:
+        if err.line is None:
+            raise
+        line, _ = lines.linecol(start)
+        raise InputError(display, err.message, line + err.line - 1, err.col) from None
+
+    def moved(at: int) -> int:
+        return at + start if at >= 0 else at
+
+    out = []
+    for inner in inner_docs:
+        positions: dict[str, Pos] = {}
+        for ptr, p in inner.positions.items():
+            s, e, ks, ke = moved(p.start), moved(p.end), moved(p.key_start), moved(p.key_end)
+            line, col = lines.linecol(s) if s >= 0 else (p.line, p.col)
+            key_line = key_col = None
+            if p.key_line is not None:
+                key_line, key_col = lines.linecol(ks) if ks >= 0 else (line, col)
+            positions[ptr] = Pos(line, col, key_line, key_col, s, e, ks, ke, p.style)
+        out.append(SourceDoc(display, "yaml", inner.data, positions, text, index=inner.index,
+                             templated=set(inner.templated), shared=inner.shared,
+                             template_spans=tuple((a + start, b + start) for a, b in inner.template_spans)))
     return out

@@ -28,7 +28,7 @@ ALIASES: dict[str, str] = {
     "ortgenai": "ortgenai", "onnxruntime-genai": "ortgenai", "onnxruntime_genai": "ortgenai", "ort-genai": "ortgenai",
     "transformers": "hf", "hf": "hf",
 }
-_TAG = re.compile(r"^v?(\d+\.\d+(?:\.\d+)*(?:\.post\d+|rc\d+)?)")
+_TAG = re.compile(r"^v?(\d+\.\d+(?:\.\d+)*(?:[.-]?post\d+|[.-]?rc\d+)?)")
 
 
 @lru_cache(maxsize=4096)
@@ -51,19 +51,47 @@ def parse_target(spec: str) -> tuple[str, str]:
     return framework, version.strip()
 
 
+_DEFAULT_EXPANSION = re.compile(r"^\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*):?[-=](?P<default>[^${}\s]+)\}$")
+
+
+def image_default(image: str) -> tuple[str, str] | None:
+    """(variable, default) of an image written as one ``${VAR:-default}`` (compose
+    interpolation, a shell default): the image that runs where the variable is not set."""
+    m = _DEFAULT_EXPANSION.match(image.strip())
+    return (m["name"], m["default"]) if m else None
+
+
+def rehosted_official(image: str) -> bool:
+    """An image whose path ends in one of vLLM's own image names under another registry path
+    (``registry.example.com/mirror/vllm/vllm-openai:v0.9.2``): a mirror of that image."""
+    ref = image.split("@", 1)[0]
+    repo = ref.rsplit(":", 1)[0] if ":" in ref.rsplit("/", 1)[-1] else ref
+    parts = repo.split("/")
+    return (len(parts) > 2 and not _vllm.is_official_image(repo)
+            and any("/".join(parts[-2:]) == official for official in _vllm.OFFICIAL_IMAGES))
+
+
 def version_from_image(image: str) -> tuple[str, str] | None:
-    """(framework, version) from an image reference like ``vllm/vllm-openai:v0.8.5``."""
+    """(framework, version) from an image reference like ``vllm/vllm-openai:v0.8.5`` (or a
+    mirror of it whose path ends in ``vllm/vllm-openai``)."""
     ref = image.split("@", 1)[0]
     name, _, tag = ref.rpartition(":") if ":" in ref.rsplit("/", 1)[-1] else (ref, "", "")
     last = name.rsplit("/", 1)[-1]
     m = _TAG.match(tag)
     if not m:
         return None
+    m = _TAG.match(_pep440(m.group(1)))
     if "vllm" in last:  # only vLLM's own images are tagged with the vLLM version
-        return ("vllm", m.group(1)) if _vllm.is_official_image(name) else None
+        return ("vllm", m.group(1)) if _vllm.is_official_image(name) or rehosted_official(name) else None
     if "tensorrt-llm" in name or "tensorrt_llm" in name or "trtllm" in last:
         return "trtllm", m.group(1)
     return None
+
+
+def _pep440(text: str) -> str:
+    """``0.5.3post1`` → ``0.5.3.post1``: the version as PEP 440 normalises it (pip installs that);
+    every text :data:`_TAG` matches is a valid version."""
+    return str(Version(text))
 
 
 IMPORT_NAMES: dict[str, str] = {"vllm": "vllm", "trtllm": "tensorrt_llm", "ortgenai": "onnxruntime_genai", "hf": "transformers"}
@@ -117,10 +145,19 @@ def resolve(plan: Plan, requested: dict[str, tuple[str, str]]) -> Target:
     if framework in requested:
         version, source = requested[framework]
         return Target(framework=framework, version=version, source=source)
-    if plan.image is not None and not plan.image.templated:
-        found = version_from_image(str(plan.image.value))
+    if plan.image is not None:
+        written = str(plan.image.value)
+        default = image_default(written) if isinstance(plan.image.value, str) else None
+        image = default[1] if default else None if plan.image.templated else written
+        found = version_from_image(image) if image else None
         if found and found[0] == framework:
-            return Target(framework=framework, version=found[1], source=f"image {plan.image.value} ({plan.image.prov})")
+            how = f"image {image} ({plan.image.prov})"
+            if default:
+                how = (f"image {image}, the default of {written} ({plan.image.prov}): {default[0]} is not set in the "
+                       "file, so this is the image unless it is set where the file is run")
+            if rehosted_official(image):
+                how += f"; a mirror of vLLM's own {'/'.join(image.split('@')[0].split('/')[-2:])}, taken as that release"
+            return Target(framework=framework, version=found[1], source=how)
     if plan.pin is not None and not plan.pin.templated and plan.pin.key == framework:
         return Target(framework=framework, version=str(plan.pin.value), source=f"{plan.pin.raw} ({plan.pin.prov})")
     if plan.kind == "trtllm-engine":

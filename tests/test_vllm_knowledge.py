@@ -63,9 +63,10 @@ def test_is_flag():
 
 
 def test_is_shell_templated():
-    for text in ("$X", "${X}", "$(X)", "a$B_1c", "--x=$PORT"):
+    # a script's arguments ($1, ${2:-2}, "$@") are not known from the file either
+    for text in ("$X", "${X}", "$(X)", "a$B_1c", "--x=$PORT", "$1", "${2:-2}", "$@"):
         assert va.is_shell_templated(text) is True
-    for text in ("$", "$1", "x", "a$", "$-"):
+    for text in ("$", "x", "a$", "$-"):
         assert va.is_shell_templated(text) is False
 
 

@@ -25,6 +25,7 @@ ATTENTION_BACKEND_ENV_IGNORED = "0.16.0"  # VLLM_ATTENTION_BACKEND absent from v
 ROPE_PARAMETERS = "0.12.0"  # rope_parameters (transformers v5) read; the factor applied as a float
 YARN_EXEMPT = "0.30.0"  # yarn/deepseek_yarn no longer scale the derived max_model_len
 GEMMA3_EXEMPT = "0.8.0"  # gemma3 models skip RoPE scaling of max_model_len
+SERVER_PARSER_MODEL_TAG = "0.10.0"  # make_arg_parser adds the optional positional model_tag (nargs="?")
 
 NEWEST = "0.33.0"  # the newest release this module's tables cover
 ENV_ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
@@ -156,6 +157,8 @@ REVISION = "revision"
 HF_OVERRIDES = "hf_overrides"
 MAX_MODEL_LEN = "max_model_len"
 TENSOR_PARALLEL = "tensor_parallel_size"
+PIPELINE_PARALLEL = "pipeline_parallel_size"
+GPU_MEMORY_UTILIZATION = "gpu_memory_utilization"
 # vLLM's own container image, tagged with the release (https://docs.vllm.ai/en/stable/deployment/docker/);
 # other images named *vllm* (lmcache/vllm-openai, opea/vllm-gaudi, rocm/vllm-dev) tag their own versions.
 OFFICIAL_IMAGES = ("vllm/vllm-openai",)

@@ -91,7 +91,7 @@ def _walk(root: Path, result: LoadResult, excluded=_default_excluded) -> Iterabl
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not excluded(Path(dirpath, d)))
         real_dir = os.path.join(real_root, os.path.relpath(dirpath, root))
-        for name in sorted(filenames):
+        for name in sorted(filenames, key=lambda n: (not is_dockerfile(n), n)):  # a Dockerfile before the script it runs
             if excluded(Path(dirpath, name)):
                 continue
             p = Path(dirpath, name)
@@ -247,7 +247,7 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
     if doc.fmt == "shell":
         return _wrapper("script").script_plans(doc)
     if doc.fmt == "dockerfile":
-        return _wrapper("script").dockerfile_plans(doc)
+        return _wrapper("script").dockerfile_plans(doc) or _dockerfile_script(doc, path, consumed, result)
     if doc.fmt == "pbtxt":
         from sits_doctor.loaders import triton
 
@@ -298,6 +298,32 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
     if vllm.is_vllm_yaml(data):
         return [vllm.plan_from_config_yaml(doc)]
     return []
+
+
+def _dockerfile_script(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResult) -> list[Plan]:
+    """Plans of the launch script beside a Dockerfile that its command runs, with the
+    Dockerfile's ENV, FROM image, pin and arguments; the script is then not checked again."""
+    script = _wrapper("script")
+    found = script.launched_script(doc, str(path.parent))
+    if found is None:
+        return []
+    file, args = found
+    side = Path(file)
+    display = display_path(side)
+    try:
+        key = side.resolve()
+        text = result.texts[key] if key in result.texts else read_text(side, display)
+        sdoc = script.parse_script(text, display)
+    except (InputError, OSError, RuntimeError):
+        return []
+    env, image, pin = script.dockerfile_context(doc)
+    plans = script.script_plans(sdoc, {**env, **script.script_args(args)}, image, pin)
+    if plans:
+        consumed.add(key)
+        result.sources[display] = text
+        for plan in plans:
+            plan.label += f" (run by {doc.path})"
+    return plans
 
 
 def load_model_config(path: Path) -> tuple[SourceDoc, dict[str, SourceDoc], list[InputError]]:

@@ -39,14 +39,32 @@ def words(doc: SourceDoc, fields: list[tuple[str, Any]]) -> list[Token]:
     return tokens + _script_or_items(doc, items)
 
 
+def _script_at(texts: list[str]) -> int:
+    """Index of the script a shell runs (``sh -c SCRIPT``, ``bash -lc -- SCRIPT``, ``bash -l -c
+    SCRIPT``: the first word that is no option after a ``-c`` cluster; ``--`` ends the options),
+    or -1."""
+    for at, text in enumerate(texts):
+        if text.rsplit("/", 1)[-1] not in SHELLS:
+            continue
+        runs = False
+        for n in range(at + 1, len(texts)):
+            word = texts[n]
+            if word == "--":
+                continue
+            if word.startswith("-") and len(word) > 1:
+                runs = runs or _runs_script(word)
+                continue
+            return n if runs else -1
+        return -1
+    return -1
+
+
 def _script_or_items(doc: SourceDoc, items: list[tuple[str, Any]]) -> list[Token]:
     tokens: list[Token] = []
+    script = _script_at(["" if item is None else str(item) for _, item in items])
     for n, (ptr, item) in enumerate(items):
         text = "" if item is None else str(item)
-        prev = str(items[n - 1][1]) if n else ""
-        shell_at = n - 2 if _runs_script(prev) else -1
-        is_script = shell_at >= 0 and str(items[shell_at][1]).rsplit("/", 1)[-1] in SHELLS
-        if is_script or (n == 0 and len(items) == 1 and " " in text.strip()):
+        if n == script or (n == 0 and len(items) == 1 and " " in text.strip()):
             tokens.extend(split_shell(doc, text, ptr))
         else:
             tokens.append(item_token(doc, text, ptr))

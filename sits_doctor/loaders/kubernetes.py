@@ -1,7 +1,10 @@
 """vLLM command lines inside Kubernetes objects (Deployment, StatefulSet, LeaderWorkerSet, ...).
 
 Containers are found wherever a ``containers:`` list of named containers sits, so workload kinds
-we never heard of (KServe, RayService, LeaderWorkerSet's leader and worker templates) work too.
+we never heard of (KServe, RayService, RayCluster, LeaderWorkerSet's leader and worker
+templates) work too. A KubeRay RayJob's ``spec.entrypoint`` shell command is read too, in the head
+container's image. A shell with ``-c`` in ``command`` and the script in ``args`` (``["/bin/bash",
+"-lc", "--"]``) is read as the shell reads it.
 """
 
 from __future__ import annotations
@@ -27,7 +30,27 @@ def plans(doc: SourceDoc) -> list[Plan]:
         plan = container_plan(doc, container, pointer, label)
         if plan is not None:
             out.append(plan)
+    spec = data.get("spec") if isinstance(data.get("spec"), dict) else {}
+    if data.get("kind") == "RayJob" and isinstance(spec.get("entrypoint"), str):
+        out += _rayjob_entrypoint(doc, spec, name)
     return out
+
+
+def _rayjob_entrypoint(doc: SourceDoc, spec: dict, name: str) -> list[Plan]:
+    """A KubeRay RayJob's ``spec.entrypoint``: a shell command run in the cluster's head pod
+    (ray-operator/apis/ray/v1/rayjob_types.go, ``Entrypoint``); ``vllm serve`` there runs in the
+    head container's image."""
+    head = next((c for p, c in containers(spec.get("rayClusterSpec"), "/spec/rayClusterSpec")
+                 if "/headGroupSpec/" in p), None)
+    image = env = None
+    if head is not None:
+        head_pointer = next(p for p, c in containers(spec.get("rayClusterSpec"), "/spec/rayClusterSpec") if c is head)
+        image = image_setting(doc, head.get("image"), join_pointer(head_pointer, "image"))
+        env = env_list(doc, head.get("env"), join_pointer(head_pointer, "env"))
+    tokens = words(doc, [("/spec/entrypoint", spec["entrypoint"])])
+    plan = plan_from_command(doc, tokens, label=f"RayJob/{name} entrypoint", anchor=Provenance.at(doc, "/spec/entrypoint"),
+                             image=image, env=env, entrypoint_kept=False)
+    return [plan] if plan is not None else []
 
 
 def containers(node: Any, pointer: str) -> Iterator[tuple[str, dict]]:

@@ -52,13 +52,16 @@ def is_rayservice(data: Any) -> bool:
 
 
 def rayservice_plans(doc: SourceDoc) -> list[Plan]:
-    """The LLM configs of a RayService's serveConfigV2, located in the manifest itself."""
+    """The LLM configs of a RayService's serveConfigV2, located in the manifest itself, and its
+    cluster's containers whose command runs ``vllm serve`` (read like any Kubernetes container)."""
     from sits_doctor.source_yaml import parse_embedded
+
+    from sits_doctor.loaders import kubernetes
 
     out = []
     for inner in parse_embedded(doc, "/spec/serveConfigV2"):
         out += plans(inner)
-    return out
+    return out + kubernetes.plans(doc)  # and containers that start vLLM themselves
 
 
 def plans(doc: SourceDoc) -> list[Plan]:

@@ -6,11 +6,16 @@ control operators and line breaks) that runs ``vllm serve`` or the API server mo
 Plan. Variables are followed as a shell would: ``NAME=value`` and ``export NAME=value`` before the
 command, ``NAME=value cmd`` prefixes, ``${NAME:-default}``; a word that names a variable the
 script does not set stays unknown (counted, not judged). Only exported or prefixed variables are
-the engine's environment.
+the engine's environment. ``docker run [OPTIONS] IMAGE ARGS`` runs ARGS in the image (its tag may
+pin the version; ``--entrypoint`` is the command; ``-e`` the environment). A ``vllm serve --config
+FILE`` whose FILE the script writes with a here-document (``cat > FILE <<EOF``) is checked as a
+vLLM YAML where the here-document sits.
 
 A Dockerfile's last ``ENTRYPOINT`` and ``CMD`` (exec form ``["vllm", "serve", ...]`` or shell
 form) are the command; ``ENV`` sets the environment and ``FROM`` names the image (whose tag may
-pin the version, and whose own entrypoint runs when the file sets none).
+pin the version, and whose own entrypoint runs when the file sets none). A command that runs a
+shell script beside the Dockerfile (found through ``COPY``/``ADD``, or by name) is read through
+that script, with the Dockerfile's ENV, image, pin and arguments.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ from __future__ import annotations
 import os
 import re
 from typing import Any
+
+from packaging.version import Version
 
 from sits_doctor.loaders import shell
 from sits_doctor.loaders.filenames import is_dockerfile, is_script  # noqa: F401  (re-exported)
@@ -33,14 +40,42 @@ _INSTRUCTION = re.compile(r"^[ \t]*([A-Za-z]+)[ \t]+", re.MULTILINE)
 
 def parse_script(text: str, display: str) -> SourceDoc:
     """A script as a document of its words: ``/N`` is the N-th word (operators included)."""
-    words = shell.split(text)
+    heredocs: list[shell.Heredoc] = []
+    words = shell.split(text, heredocs)
     doc = SourceDoc(display, "shell", [w.text for w in words], {}, text)
+    doc.derived["heredocs"] = [(target, h) for h in heredocs if (target := _heredoc_target(words, h.word))]
     doc.positions[""] = Pos(1, 1, start=0, end=len(text))
     for i, w in enumerate(words):
         line, col = doc.lines.linecol(w.start)
         doc.positions[f"/{i}"] = Pos(line, col, start=w.start, end=w.end, style=w.quote or None)
     doc.derived["shell-words"] = words
     return doc
+
+
+def _heredoc_target(words: list[shell.ShellWord], at: int) -> str | None:
+    """The file a here-document is written to: ``cat > FILE <<EOF``, ``cat <<EOF >FILE``,
+    ``tee [-a] FILE <<EOF``, ``cat <<EOF | tee FILE``."""
+    start = at
+    while start > 0 and not words[start - 1].operator:
+        start -= 1
+    end = at
+    while end < len(words) and not words[end].operator:
+        end += 1
+    command = words[start:end]
+    for k, w in enumerate(command):
+        if w.text in (">", ">>") and k + 1 < len(command):
+            return command[k + 1].text
+        if w.text.startswith(">") and not w.quote and len(w.text.lstrip(">")) > 0:
+            return w.text.lstrip(">")
+    if end < len(words) and words[end].text == "|":  # cat <<EOF | tee FILE
+        after = end + 1
+        while after < len(words) and not words[after].operator:
+            after += 1
+        command = words[end + 1:after]
+    if command and command[0].text == "tee":
+        files = [w.text for w in command[1:] if not w.text.startswith(("-", "<<"))]
+        return files[0] if files else None
+    return None
 
 
 def _tokens(doc: SourceDoc, words: list[shell.ShellWord], first: int) -> list[Token]:
@@ -54,14 +89,65 @@ def _tokens(doc: SourceDoc, words: list[shell.ShellWord], first: int) -> list[To
     return out
 
 
-def script_plans(doc: SourceDoc) -> list[Plan]:
-    """A Plan for every command of the script that starts vLLM (or ``trtllm-serve``)."""
+def script_plans(doc: SourceDoc, exported: dict[str, Setting] | None = None, image: Setting | None = None,
+                 pin: Setting | None = None) -> list[Plan]:
+    """A Plan for every command of the script that starts vLLM (or ``trtllm-serve``).
+    ``exported``, ``image``, ``pin``: what a Dockerfile that runs the script gives it (its ENV
+    and the command's arguments as ``$1`` …, its FROM image, its ``pip install`` pin)."""
     words = doc.derived.get("shell-words") or shell.split(doc.text)
-    plans = command_plans(doc, _tokens(doc, words, 0))
-    pin = pip_pin(doc, doc.text, 0, "")
+    plans = command_plans(doc, _tokens(doc, words, 0), exported)
+    plans += heredoc_config_plans(doc, plans)
+    pin = pip_pin(doc, doc.text, 0, "") or pin
     for plan in plans:
         plan.pin = pin
+        if image is not None and plan.image is None:
+            plan.image = image
     return plans
+
+
+CONFIG_OPTION = "config"  # vllm serve --config FILE
+
+
+def heredoc_config_plans(doc: SourceDoc, plans: list[Plan]) -> list[Plan]:
+    """``vllm serve --config FILE`` where the script writes FILE with a here-document: that YAML,
+    read as vLLM reads a --config file, at its positions in the script (findings point at its
+    lines; fixes edit them)."""
+    from sits_doctor.loaders.vllm import is_vllm_yaml, plan_from_config_yaml
+    from sits_doctor.source_yaml import parse_span
+
+    written = doc.derived.get("heredocs") or []
+    out: list[Plan] = []
+    done: set[int] = set()
+    for plan in plans:
+        config = plan.settings.get(CONFIG_OPTION)
+        if plan.framework != "vllm" or config is None or config.templated or not isinstance(config.value, str):
+            continue
+        # the last here-document written to that file before the command runs
+        found = [h for target, h in written if target == config.value and h.end <= max(
+            (w.start for w in (config.site.words if config.site else ()) if w.start >= 0), default=len(doc.text))]
+        if not found or id(found[-1]) in done:
+            continue
+        body = found[-1]
+        done.add(id(body))
+        for inner in parse_span(doc.text, body.start, body.end, doc.path):
+            if body.expands:
+                inner.templated |= _shell_templated_pointers(inner.data, "")
+            if not is_vllm_yaml(inner.data):
+                continue
+            config_plan = plan_from_config_yaml(inner)
+            line, _ = doc.lines.linecol(body.start)
+            config_plan.label = f"vllm serve --config {config.value} (here-document at {doc.path}:{line})"
+            out.append(config_plan)
+    return out
+
+
+def _shell_templated_pointers(node: Any, pointer: str) -> set[str]:
+    """Pointers of the string values holding a ``$`` expansion (an unquoted here-document)."""
+    if isinstance(node, dict):
+        return {p for k, v in node.items() for p in _shell_templated_pointers(v, join_pointer(pointer, k))}
+    if isinstance(node, list):
+        return {p for i, v in enumerate(node) for p in _shell_templated_pointers(v, join_pointer(pointer, i))}
+    return {pointer} if isinstance(node, str) and is_shell_templated(node) else set()
 
 
 def command_plans(doc: SourceDoc, tokens: list[Token], exported: dict[str, Setting] | None = None,
@@ -71,6 +157,7 @@ def command_plans(doc: SourceDoc, tokens: list[Token], exported: dict[str, Setti
     exported = dict(exported or {})
     variables: dict[str, Setting] = dict(exported)  # what the script has set so far (exported or not)
     plans: list[Plan] = []
+    assigned = _assignments(tokens)
     for command in _commands(tokens):
         prefix: dict[str, Setting] = {}
         exporting = command[0].text == "export"
@@ -91,29 +178,131 @@ def command_plans(doc: SourceDoc, tokens: list[Token], exported: dict[str, Setti
             continue
         env = {**exported, **prefix}
         resolved, unknown = resolve_vars(rest, {**variables, **prefix})
-        plan = _plan_of(doc, resolved, env, what=what)
+        container = docker_run(doc, resolved)
+        if container is not None:  # the server runs in the image, with docker's -e environment
+            words, image, env, entrypoint = container
+            unknown = sum(t.templated for t in words)  # docker's own options are not the server's
+            plan = _plan_of(doc, words, env, image=image, entrypoint_kept=not entrypoint, what=what,
+                            line=rest[0].prov.line)
+        else:
+            plan = _plan_of(doc, resolved, env, what=what)
         if plan is not None:
             plan.unchecked += unknown
+            _note_assignments(plan, assigned)
             if hardware:
                 plan.hardware = dict(hardware)
             plans.append(plan)
     return plans
 
 
+# `docker run` options that take a value (docker run --help, Docker 27); the rest take none.
+_DOCKER_VALUE_OPTIONS = frozenset("""
+-a --attach --add-host --annotation --blkio-weight --blkio-weight-device --cap-add --cap-drop --cgroup-parent
+--cgroupns --cidfile --cpu-period --cpu-quota --cpu-rt-period --cpu-rt-runtime -c --cpu-shares --cpus
+--cpuset-cpus --cpuset-mems --device --device-cgroup-rule --device-read-bps --device-read-iops
+--device-write-bps --device-write-iops --dns --dns-option --dns-search --domainname --entrypoint -e --env
+--env-file --expose --gpus --group-add --health-cmd --health-interval --health-retries --health-start-interval
+--health-start-period --health-timeout -h --hostname --ip --ip6 --ipc --isolation --kernel-memory -l --label
+--label-file --link --link-local-ip --log-driver --log-opt --mac-address -m --memory --memory-reservation
+--memory-swap --memory-swappiness --mount --name --network --net --network-alias --net-alias
+--oom-score-adj --pid --pids-limit --platform -p --publish --pull --restart --runtime --security-opt
+--shm-size --stop-signal --stop-timeout --storage-opt --sysctl --tmpfs --ulimit -u --user --userns --uts
+-v --volume --volume-driver --volumes-from -w --workdir
+""".split())
+_DOCKER_SHORT_VALUE = frozenset(o[1] for o in _DOCKER_VALUE_OPTIONS if len(o) == 2)
+_CONTAINER_CLIS = frozenset({"docker", "podman", "nvidia-docker"})
+
+
+def docker_run(doc: SourceDoc, tokens: list[Token]):
+    """``docker run [OPTIONS] IMAGE [ARGS]`` (also ``podman``, ``sudo docker``, ``docker container
+    run``): (the words the container runs: ``--entrypoint`` then ARGS, the image as a Setting,
+    the ``-e`` environment, whether an entrypoint was given), or None. The image's own
+    entrypoint gets ARGS when there is no ``--entrypoint`` (vLLM's image: ``vllm serve``)."""
+    i = 1 if tokens and tokens[0].text == "sudo" else 0
+    if i >= len(tokens) or tokens[i].text.rsplit("/", 1)[-1] not in _CONTAINER_CLIS:
+        return None
+    i += 1
+    if i < len(tokens) and tokens[i].text == "container":
+        i += 1
+    if i >= len(tokens) or tokens[i].text != "run":
+        return None
+    i += 1
+    env: dict[str, Setting] = {}
+    entrypoint: Token | None = None
+    while i < len(tokens) and tokens[i].text.startswith("-") and tokens[i].text != "-":
+        tok = tokens[i]
+        name, eq, inline = tok.text.partition("=")
+        takes = name in _DOCKER_VALUE_OPTIONS or (
+            not name.startswith("--") and len(name) > 2 and name[-1] in _DOCKER_SHORT_VALUE)  # -it, -dp 80:80
+        value: Token | None = None
+        if takes and not eq and i + 1 < len(tokens):
+            i += 1
+            value = tokens[i]
+        elif takes and eq:
+            value = tok._replace(text=inline)
+        if value is not None and name in ("-e", "--env"):
+            key, has, val = value.text.partition("=")
+            env[key] = Setting(key=key, raw_key=key, value=val if has else None, raw=val if has else None,
+                               prov=value.prov, templated=not has or value.templated or is_shell_templated(val))
+        if value is not None and name == "--entrypoint":
+            entrypoint = value
+        i += 1
+    if i >= len(tokens):
+        return None
+    image_tok = tokens[i]
+    image = Setting(key="image", raw_key="image", value=image_tok.text, raw=image_tok.text, prov=image_tok.prov,
+                    templated=image_tok.templated)
+    words = ([entrypoint] if entrypoint is not None else []) + list(tokens[i + 1:])
+    return words, image, env, entrypoint is not None
+
+
+_SHELL_KEYWORDS = frozenset({"then", "else", "do", "{", "!", "elif", "if", "while", "until"})
+
+
+def _assignments(tokens: list[Token]) -> dict[str, list[Token]]:
+    """Every ``NAME=value`` word that starts a command (or follows ``then``/``do``/``export``…)
+    anywhere in the script: a variable set in a branch, a loop or after its use still is."""
+    out: dict[str, list[Token]] = {}
+    for command in _commands(tokens):
+        k = 0
+        while k < len(command) and command[k].text in _SHELL_KEYWORDS | {"export", "local", "readonly"}:
+            k += 1
+        while k < len(command) and (m := _ASSIGNMENT.match(command[k].text)):
+            out.setdefault(m.group(1), []).append(command[k])
+            k += 1
+    return out
+
+
+def _note_assignments(plan: Plan, assigned: dict[str, list[Token]]) -> None:
+    """A flag followed by a variable word its value cannot be read from (``--enforce-eager
+    $EAGER``): note on the setting where the script sets the variable, for the rules to say."""
+    for key, setting in list(plan.settings.items()):
+        words = setting.site.words if setting.site is not None else ()
+        if setting.value is not True or len(words) != 2 or "$" not in words[1].text or words[1].start < 0:
+            continue  # (a resolved word has no span left)
+        name = words[1].text.strip("${}")
+        where = assigned.get(name)
+        if where:
+            shown = ", ".join(f"line {t.prov.line} ({t.text})" for t in where)
+            plan.settings[key] = setting.with_(prov=setting.prov._replace(
+                note=f"{words[1].text} is set in this file: {shown}"))
+
+
 def _variable(doc: SourceDoc, tok: Token, name: str, value: str, words, variables: dict[str, Setting]) -> Setting:
     """``NAME=value`` as a Setting; the value may use variables set before it."""
     templated = is_shell_templated(value)
+    prov = tok.prov
     if templated:
         probe = tok._replace(text=value, templated=True)
         (done,), unknown = resolve_vars([probe], variables)
         if not unknown:
-            value, templated = done.text, False
-    return Setting(key=name, raw_key=name, value=value, raw=value, prov=tok.prov, templated=templated,
+            value, templated, prov = done.text, False, done.prov
+    return Setting(key=name, raw_key=name, value=value, raw=value, prov=prov, templated=templated,
                    site=Site("shell", doc, tok.word.pointer, tuple(w for w in words if w is not None)))
 
 
 _PIN = re.compile(r"\b(?:pip3?|uv\s+pip)\s+install\b[^\n;&|]*?(?<![\w.-])(?P<pkg>vllm|tensorrt[-_]llm)"
-                  r"(?:\[[^\]]*\])?==(?P<version>\d+(?:\.\d+)+(?:\.post\d+|rc\d+)?)(?![\w.])")
+                  r"(?:\[[^\]]*\])?==(?P<version>\d+(?:\.\d+)+(?:[.-]?post\d+|[.-]?rc\d+)?)(?![\w.])")
 _PINNED = {"vllm": "vllm", "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm"}
 
 
@@ -130,7 +319,10 @@ def pip_pin(doc: SourceDoc, text: str, offset: int, pointer: str) -> Setting | N
     else:
         prov = Provenance.at(doc, pointer)
     written = f"pip install {m['pkg']}=={m['version']}"
-    return Setting(key=_PINNED[m["pkg"]], raw_key="pip install", value=m["version"], raw=written, prov=prov)
+    version = str(Version(m["version"]))  # PEP 440 normal form (0.5.3post1 is 0.5.3.post1), as pip reads it
+    if version != m["version"]:
+        written += f" (PEP 440: {version})"
+    return Setting(key=_PINNED[m["pkg"]], raw_key="pip install", value=version, raw=written, prov=prov)
 
 
 def _commands(tokens: list[Token]) -> list[list[Token]]:
@@ -145,13 +337,13 @@ def _commands(tokens: list[Token]) -> list[list[Token]]:
 
 
 def _plan_of(doc: SourceDoc, tokens: list[Token], env: dict[str, Setting], image: Setting | None = None,
-             entrypoint_kept: bool = False, what: str = "script") -> Plan | None:
+             entrypoint_kept: bool = False, what: str = "script", line: int | None = None) -> Plan | None:
     from sits_doctor.loaders.vllm import plan_from_command
 
     first = next((t for t in tokens if not t.operator), None)
     if first is None and image is None:
         return None
-    line = first.prov.line if first is not None else 1
+    line = line or (first.prov.line if first is not None else 1)
     label = f"{what} line {line}"
     anchor = first.prov if first is not None else Provenance(file=doc.path)
     plan = plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env,
@@ -194,6 +386,10 @@ def parse_dockerfile(text: str, display: str) -> SourceDoc:
             doc.data[keyword] = _command_value(doc, keyword, body, start)
         elif keyword == "ENV":
             _env(doc, body, start)
+        elif keyword in ("COPY", "ADD"):
+            paths = [w.text for w in shell.split(body) if not w.operator and not w.text.startswith("--")]
+            if len(paths) >= 2:
+                doc.derived.setdefault("copies", []).append((paths[:-1], paths[-1]))
         elif keyword == "RUN" and pip_pin(doc, body, start, "") is not None:
             doc.derived["pin"] = pip_pin(doc, body, start, "")
     return doc
@@ -307,7 +503,8 @@ def _env(doc: SourceDoc, body: str, start: int) -> None:
         doc.derived.setdefault("ENV-words", {})[name] = ws
 
 
-def dockerfile_plans(doc: SourceDoc) -> list[Plan]:
+def _dockerfile_tokens(doc: SourceDoc) -> tuple[list[Token], dict[str, Setting], Setting | None]:
+    """The words of ENTRYPOINT then CMD, the ENV, and the FROM image."""
     data = doc.data
     env: dict[str, Setting] = {}
     for name, value in (data.get("ENV") or {}).items():
@@ -340,6 +537,12 @@ def dockerfile_plans(doc: SourceDoc) -> list[Plan]:
                 prov = Provenance(file=doc.path, pointer=pointer, line=pos.line, col=pos.col)
                 tokens.append(Token(text, prov, is_shell_templated(text),
                                     Word(text, pos.start, pos.end, pointer, '"'), "argv"))
+    return tokens, env, image
+
+
+def dockerfile_plans(doc: SourceDoc) -> list[Plan]:
+    data = doc.data
+    tokens, env, image = _dockerfile_tokens(doc)
     if not tokens and image is None:
         return []
     resolved, unknown = resolve_vars(tokens, env)
@@ -349,6 +552,64 @@ def dockerfile_plans(doc: SourceDoc) -> list[Plan]:
     plan.unchecked += unknown
     plan.pin = doc.derived.get("pin")
     return [plan]
+
+
+def script_args(tokens: list[Token]) -> dict[str, Setting]:
+    """A script's positional parameters ``$1`` … from the words its caller passes."""
+    out = {}
+    for n, tok in enumerate(tokens, 1):
+        out[str(n)] = Setting(key=str(n), raw_key=str(n), value=tok.text, raw=tok.text,
+                              prov=tok.prov._replace(note=f"argument {n} of the script, from the Dockerfile ({tok.prov})"),
+                              templated=tok.templated)
+    return out
+
+
+def launched_script(doc: SourceDoc, folder: str) -> tuple[str, list[Token]] | None:
+    """The shell script beside a Dockerfile that its ENTRYPOINT/CMD runs (``["/app/start.sh",
+    ARGS]``, ``bash start.sh``, ``sh -c /app/start.sh``), found through the ``COPY``/``ADD`` that put
+    it in the image or by its name in the Dockerfile's folder: (its path, the words after it)."""
+    tokens = _command_tokens(doc)
+    texts = [t.text for t in tokens]
+    for k, text in enumerate(texts):
+        if text.rsplit("/", 1)[-1] in ("sh", "bash", "dash", "zsh", "exec", "tini", "dumb-init") or text.startswith("-"):
+            continue  # a shell (and its options) or an init running the script
+        source = _copied_from(doc, text) or text.rsplit("/", 1)[-1]
+        path = os.path.join(folder, source)
+        if os.path.isfile(path) and is_script(path, None if path.endswith((".sh", ".bash")) else _head(path)):
+            return path, tokens[k + 1:]
+        return None
+    return None
+
+
+def _head(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(200)
+    except OSError:
+        return ""
+
+
+def _copied_from(doc: SourceDoc, target: str) -> str | None:
+    """The build-context path that ``COPY SRC DEST`` put at ``target`` in the image."""
+    for sources, dest in reversed(doc.derived.get("copies", [])):
+        for src in sources:
+            base = src.rstrip("/").rsplit("/", 1)[-1]
+            placed = dest + base if dest.endswith("/") else dest
+            if placed == target or ("/" not in target and placed.rsplit("/", 1)[-1] == target):  # on PATH
+                return src
+            if src in (".", "./") and target.startswith(dest.rstrip("/") + "/"):
+                return target[len(dest.rstrip("/")) + 1:]
+    return None
+
+
+def _command_tokens(doc: SourceDoc) -> list[Token]:
+    return _dockerfile_tokens(doc)[0]
+
+
+def dockerfile_context(doc: SourceDoc) -> tuple[dict[str, Setting], Setting | None, Setting | None]:
+    """(ENV, FROM image, pip pin) of a Dockerfile, for a script it runs."""
+    _, env, image = _dockerfile_tokens(doc)
+    return env, image, doc.derived.get("pin")
 
 
 def why_not(doc: SourceDoc) -> str:

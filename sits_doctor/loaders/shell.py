@@ -26,9 +26,39 @@ class ShellWord(NamedTuple):
     operator: bool = False
 
 
-def split(script: str) -> list[ShellWord]:
-    """The words and control operators of ``script``; unbalanced quotes end at the script end."""
+class Heredoc(NamedTuple):
+    """A here-document: ``cat > FILE <<EOF`` ... ``EOF``. ``word``: index (in :func:`split`'s
+    words) of the ``<<EOF`` word; ``start``/``end``: the body's offsets in the script (its
+    lines, without the delimiter line); ``expands``: the delimiter is unquoted, so ``$VAR`` in
+    the body is expanded by the shell."""
+
+    delimiter: str
+    word: int
+    start: int
+    end: int
+    expands: bool
+
+
+def _heredoc_delimiter(script: str, words: list[ShellWord]) -> tuple[str, bool, bool] | None:
+    """(delimiter, expands, strip tabs) when the last word opens a here-document (``<<EOF``,
+    ``<<-'EOF'``, ``<< EOF``); not a here-string (``<<<``)."""
+    last = words[-1]
+    raw = script[last.start:last.end]
+    if len(words) >= 2 and script[words[-2].start:words[-2].end] in ("<<", "<<-"):
+        return last.text, not last.quote and "\\" not in raw, script[words[-2].start:words[-2].end] == "<<-"
+    if not raw.startswith("<<") or raw.startswith("<<<") or raw in ("<<", "<<-"):
+        return None
+    strip = raw.startswith("<<-")
+    delim_raw = raw[3:] if strip else raw[2:]
+    text = last.text[3:] if strip else last.text[2:]
+    return text, not any(q in delim_raw for q in "'\"\\"), strip
+
+
+def split(script: str, heredocs: list[Heredoc] | None = None) -> list[ShellWord]:
+    """The words and control operators of ``script``; unbalanced quotes end at the script end.
+    Here-document bodies are not words: they are skipped, and appended to ``heredocs``."""
     out: list[ShellWord] = []
+    pending: list[tuple[str, int, bool, bool]] = []  # (delimiter, word index, expands, strip tabs)
     i, n = 0, len(script)
     while i < n:
         c = script[i]
@@ -40,6 +70,22 @@ def split(script: str) -> list[ShellWord]:
             if out and not out[-1].operator:  # a line break ends a command (blank lines add nothing)
                 out.append(ShellWord(";", i, i + 1, operator=True))
             i += 1
+            for delimiter, word, expands, strip in pending:  # their bodies follow this line, in order
+                start = i
+                while i < n:
+                    eol = script.find("\n", i)
+                    eol = n if eol < 0 else eol
+                    line = script[i:eol]
+                    if (line.lstrip("\t") if strip else line).rstrip("\r") == delimiter:
+                        if heredocs is not None:
+                            heredocs.append(Heredoc(delimiter, word, start, i, expands))
+                        i = eol + 1
+                        break
+                    i = eol + 1
+                else:
+                    if heredocs is not None:  # no delimiter line: the body runs to the end
+                        heredocs.append(Heredoc(delimiter, word, start, n, expands))
+            pending = []
         elif c == "#":
             while i < n and script[i] != "\n":
                 i += 1
@@ -51,6 +97,11 @@ def split(script: str) -> list[ShellWord]:
             else:
                 word, i = _word(script, i)
                 out.append(word)
+                opened = _heredoc_delimiter(script, out)
+                if opened is not None and opened[0]:
+                    delimiter, expands, strip = opened
+                    index = len(out) - 1 if script[word.start:word.end].startswith("<<") else len(out) - 2
+                    pending.append((delimiter, index, expands, strip))
     while out and out[-1].operator and out[-1].text == ";" and script[out[-1].start] == "\n":
         out.pop()  # the script's final line break ends nothing
     return out

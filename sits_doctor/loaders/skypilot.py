@@ -1,5 +1,7 @@
 """SkyPilot task YAML: the ``run:`` script starts the server, ``envs:`` are exported to it, and
-``resources.accelerators`` (``H100:8``, ``{A100: 8}``) says which GPUs one node has. SkyPilot
+``resources.accelerators`` (``H100:8``, ``{A100: 8}``) says which GPUs one node has and
+``resources.image_id: docker:IMAGE`` the container the task runs in (its tag may pin the
+version; so may a ``pip install vllm==X`` in ``run`` or ``setup``). SkyPilot
 also sets ``SKYPILOT_NUM_GPUS_PER_NODE`` (the accelerator count) and ``SKYPILOT_NUM_NODES``
 (``num_nodes``, default 1) for ``run``, which scripts pass as ``--tensor-parallel-size``.
 Sources: https://docs.skypilot.co/en/latest/reference/yaml-spec.html (task YAML) and
@@ -38,10 +40,30 @@ def plans(doc: SourceDoc) -> list[Plan]:
     envs.update(_native(doc, hardware, data.get("num_nodes", 1)))
     tokens = split_shell(doc, data["run"], "/run")
     plans = command_plans(doc, tokens, envs, what="SkyPilot run", hardware=hardware)
-    pin = pip_pin(doc, data["setup"], -1, "/setup") if isinstance(data.get("setup"), str) else None
+    # the last pip install before the server starts: `run` runs after `setup`
+    pin = pip_pin(doc, data["run"], -1, "/run") or (
+        pip_pin(doc, data["setup"], -1, "/setup") if isinstance(data.get("setup"), str) else None)
+    image = _image(doc, data.get("resources"))
     for plan in plans:
         plan.pin = pin
+        if image is not None and plan.image is None:
+            plan.image = image
     return plans
+
+
+DOCKER_PREFIX = "docker:"  # resources.image_id: docker:<image> runs the task in that container
+
+
+def _image(doc: SourceDoc, resources: Any) -> Setting | None:
+    """``resources.image_id: docker:vllm/vllm-openai:v0.10.0``: the container ``run`` runs in,
+    whose tag may pin the version (a VM image id pins nothing)."""
+    value = resources.get("image_id") if isinstance(resources, dict) else None
+    if not isinstance(value, str) or not value.startswith(DOCKER_PREFIX):
+        return None
+    pointer = "/resources/image_id"
+    image = value[len(DOCKER_PREFIX):].strip()
+    return Setting(key="image", raw_key="image_id", value=image, raw=value, prov=Provenance.at(doc, pointer, key=False),
+                   templated=pointer in doc.templated, site=Site("mapping", doc, pointer))
 
 
 def _native(doc: SourceDoc, hardware: dict[str, Setting], nodes: Any) -> dict[str, Setting]:

@@ -17,7 +17,8 @@ from sits_doctor.source_yaml import TEMPLATE_MARK
 normalize_key = fw.normalize_key
 
 _HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kmgKMG]?)$")
-_SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?|\$\(\(|`")  # $VAR, ${VAR}, $(VAR), $((...)), `...`
+# $VAR, ${VAR}, $(VAR), $((...)), `...`, and the shell's positional and special parameters ($1, ${2:-x}, $@)
+_SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?|\$\(\(|`|\$\{?[0-9@*#?!$]")
 
 
 class Token(NamedTuple):
@@ -176,6 +177,10 @@ def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[
                     i += 1  # ≤0.8.4 (StoreBoolean) reads it; later parsers refuse it as a stray argument
                     value = tokens[i].text
                     used.append(tokens[i])
+                elif (i + 1 < len(tokens) and tokens[i + 1].templated and not tokens[i + 1].operator
+                      and _LONE_VAR.fullmatch(tokens[i + 1].text)):
+                    i += 1  # `--enforce-eager $EAGER`: the flag is set; the word is whatever $EAGER holds
+                    used.append(tokens[i])
             elif kind == "list":
                 values = []
                 while i + 1 < len(tokens) and not _is_flag(tokens[i + 1].text) and not tokens[i + 1].operator:
@@ -191,12 +196,13 @@ def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[
                 templated = templated or tokens[i].templated
             else:
                 value = True
+        notes = [t.prov.note for t in used if t.prov.note]
         setting = Setting(
             key=key,
             raw_key=name,
             value=coerce(key, value) if not templated else value,
             raw=value,
-            prov=tok.prov,
+            prov=tok.prov._replace(note="; ".join(notes)) if notes else tok.prov,
             templated=templated,
             site=site_of(doc, used) if doc is not None else None,
         )
@@ -208,40 +214,58 @@ def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[
     return settings, positional
 
 
+_LONE_VAR = re.compile(r"\$[A-Za-z_][A-Za-z0-9_]*|\$\{[A-Za-z_][A-Za-z0-9_]*\}")  # a word that is one variable
+
+
 def is_shell_templated(text: str) -> bool:
     return bool(_SHELL_VAR.search(text))
 
 
-_VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::?-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+# $(VAR) (Kubernetes), ${NAME}, ${NAME:-default} / ${NAME-default} / ${NAME:=default}, $NAME; NAME may be a
+# positional parameter ($1, ${2:-2}: the script's arguments, never set in the file).
+_VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)"
+                      r"|\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:(:?[-=])([^}]*))?\}"
+                      r"|\$([A-Za-z_][A-Za-z0-9_]*|[0-9])")
 
 
 def resolve_vars(tokens: list[Token], env: dict[str, Setting]) -> tuple[list[Token], int]:
     """Words with ``$(VAR)`` (Kubernetes), ``${VAR}``, ``${VAR:-default}`` and ``$VAR`` replaced by
-    the container's own environment where it says what they are. A resolved word keeps no file
-    span (a fix must not rewrite the reference). Returns the words and how many stay unknown."""
+    the container's own environment where it says what they are. ``${VAR:-default}`` (and
+    ``${1:-default}``, a script argument) is the default when the file does not set the variable
+    at all; the word's provenance then says so. A variable that is set to something the file
+    does not know (a secret, a field, another variable) stays unknown, and so does any ``$``
+    expression left over. A resolved word keeps no file span (a fix must not rewrite the
+    reference). Returns the words and how many stay unknown."""
     out, unknown = [], 0
     for tok in tokens:
         if not tok.templated or tok.operator or "$" not in tok.text:
             out.append(tok)
             continue
         missing = False
+        defaults: list[str] = []
 
         def value(m: re.Match[str]) -> str:
             nonlocal missing
-            name = m.group(1) or m.group(2) or m.group(4)
+            name = m.group(1) or m.group(2) or m.group(5)
             s = env.get(name)
             if s is not None and not s.templated and s.value is not None:
+                if s.prov.note:  # the variable itself took a default
+                    defaults.append(f"{m.group(0)}: {s.prov.note}")
                 return str(s.value)
-            if m.group(3) is not None and m.group(1) is None:
-                return m.group(3)  # ${VAR:-default}: the default, when the variable is not set
+            if m.group(4) is not None and s is None:
+                # ${VAR:-default}: the default, when the file does not set the variable
+                where = f"argument {name} of the script" if name.isdigit() else name
+                defaults.append(f"{m.group(0)} is its default {m.group(4)!r} ({where} is not set in the file)")
+                return m.group(4)
             missing = True
             return m.group(0)
 
         text = _VAR_REF.sub(value, tok.text)
-        if missing or "{{" in text or TEMPLATE_MARK in text:
+        if missing or "{{" in text or TEMPLATE_MARK in text or is_shell_templated(text):
             unknown += 1
             out.append(tok)
         else:
             word = tok.word._replace(start=-1, end=-1) if tok.word is not None else None
-            out.append(tok._replace(text=text, templated=False, word=word))
+            prov = tok.prov._replace(note="; ".join(defaults)) if defaults else tok.prov
+            out.append(tok._replace(text=text, templated=False, word=word, prov=prov))
     return out, unknown
