@@ -35,6 +35,7 @@ class FileResult:
     new: str
     fixed: list[tuple[Finding, Fix]] = field(default_factory=list)
     problem: str | None = None  # why nothing is (or was) written
+    rounds: list[list[Edit]] = field(default_factory=list)  # the edits of each round, against that round's text
 
     @property
     def changed(self) -> bool:
@@ -120,10 +121,13 @@ def fix_paths(paths: Sequence[str | Path], options: CheckOptions, *, unsafe: boo
             if fixes[0][1].source != current:  # computed on another text: wait for a fresh check
                 continue
             chosen = _choose(fixes)
-            new = apply_edits(current, [e for _, fx in chosen for e in fx.edits])
+            edits = [e for _, fx in chosen for e in fx.edits]
+            new = apply_edits(current, edits)
             result = results.setdefault(resolved, FileResult(fixes[0][1].file, resolved, current, current))
             result.new = new
-            result.fixed += chosen
+            # a later round's findings sit in an edited text: report them where they are in the file as it is
+            result.fixed += [(_at_original(f, current, result), fx) for f, fx in chosen]
+            result.rounds.append(edits)
             texts[resolved] = new
         report = check(paths, options._replace(texts=dict(texts)))
     else:
@@ -145,6 +149,33 @@ def fix_paths(paths: Sequence[str | Path], options: CheckOptions, *, unsafe: boo
                     result.errors.append(err)
         result.report = check(paths, options._replace(texts=None))
     return result
+
+
+def _at_original(finding: Finding, text: str, result: FileResult) -> Finding:
+    """``finding`` (found in ``text``, the file after ``result.rounds``) at the place in the
+    original file its position came from: an offset after an edit moves back by what the edit
+    changed; one inside an edit's new text goes to the edit's start."""
+    if not result.rounds or finding.location.line < 1:
+        return finding
+    from sits_doctor.source import LineIndex
+
+    offset = LineIndex(text).offset(finding.location.line, finding.location.col)
+    for edits in reversed(result.rounds):
+        shift = 0
+        for e in sorted(edits, key=lambda e: (e.start, e.end)):
+            new_start = e.start + shift
+            new_end = new_start + len(e.new)
+            if offset < new_start:
+                break
+            if offset < new_end:
+                offset = e.start
+                shift = None
+                break
+            shift += (e.end - e.start) - len(e.new)
+        if shift is not None:
+            offset += shift
+    line, col = LineIndex(result.original).linecol(offset)
+    return finding._replace(location=finding.location._replace(line=line, col=col))
 
 
 def _verify_parses(r: FileResult) -> None:

@@ -310,3 +310,34 @@ def test_fix_apply_on_the_whole_fixture_tree(tree: Path):
     assert "Nothing to fix;" in again.stdout
     for rel in changed:
         parse_docs((tree.parent / rel).read_text(encoding="utf-8"), tree.parent / rel, rel)
+
+
+def test_dry_run_positions_are_those_of_the_file_as_it_is():
+    """Two removals in one JSON-style list, fixed in two rounds (their edits touch): the second
+    finding is reported at its column in the file, not where the first removal moved it to."""
+    from conftest import FIXTURES
+    from sits_doctor.engine import CheckOptions
+    from sits_doctor.fixer import fix_paths
+
+    path = FIXTURES / "compose" / "bad_entrypoint_vllm_serve.yaml"
+    (result,) = fix_paths([path], CheckOptions(isolated=True), unsafe=True).files
+    assert len(result.rounds) == 2
+    line = result.original.splitlines()[5]
+    shown = [(f.location.line, f.location.col, fx.title) for f, fx in result.fixed]
+    assert shown == [(6, line.index('"--max-seq-len-to-capture"') + 1, "remove --max-seq-len-to-capture and its value"),
+                     (6, line.index('"--use-v2-block-manager"') + 1, "remove --use-v2-block-manager")]
+
+
+@pytest.mark.parametrize("col_now, col_then", [(1, 1), (2, 2), (4, 2), (6, 4), (8, 6)])
+def test_a_later_rounds_position_maps_back_through_the_edits(col_now, col_then):
+    """"abcdef" with "bc" replaced by "XYZW" is "aXYZWdef": a place after the edit moves back by
+    the two characters it added, a place inside the new text goes to the edit's start."""
+    from pathlib import Path
+
+    from make_finding import make_finding
+    from sits_doctor.finding import Edit
+    from sits_doctor.fixer import FileResult, _at_original
+
+    result = FileResult("f", Path("f"), "abcdef\n", "aXYZWdef\n", rounds=[[Edit(1, 3, "XYZW")]])
+    finding = make_finding("SITS204", "f", line=1, col=col_now)
+    assert _at_original(finding, "aXYZWdef\n", result).location[1:3] == (1, col_then)
