@@ -4,6 +4,7 @@ read, said to be "not checked", and never judged by vLLM's rules or given a vLLM
 from __future__ import annotations
 
 import pytest
+from pathlib import Path
 from conftest import run_cli, write
 
 from sits_doctor.engine import CheckOptions, check
@@ -91,3 +92,13 @@ def test_only_the_first_mebibyte_is_looked_at():
     assert TEXT_LIMIT == 2**20
     assert servers_in(" " * (TEXT_LIMIT - len(launch)) + launch) == ["SGLang"]
     assert servers_in(" " * (TEXT_LIMIT - len(launch) + 1) + launch) == []  # cut inside the name
+
+
+def test_a_slurm_batch_script_is_read_as_a_shell_script(tmp_path):
+    text = "#!/bin/bash\n#SBATCH --gres=gpu:8\n" + SGLANG_SCRIPT.split("\n", 1)[1]
+    report = _check(tmp_path, "serve.sbatch", text)
+    assert report.errors == [] and any(n.message.startswith("runs SGLang") for n in report.notices)
+    vllm = _check(tmp_path, "vllm.sbatch", "#!/bin/bash\n#SBATCH -N 1\nvllm serve m --swap-space 4\n")
+    assert [p.kind for p in vllm.deployments] == ["vllm-args"]
+    walked = check([tmp_path], CheckOptions(isolated=True))
+    assert sorted(Path(f).name for f in walked.files_checked) == ["serve.sbatch", "vllm.sbatch"]

@@ -47,7 +47,7 @@ def test_hooks_file_declares_check_and_fix():
 
 @pytest.mark.parametrize("name, passed", [
     ("deploy/serve.yaml", True), ("values.yml", True), ("config.json", True), ("start.sh", True),
-    ("run.bash", True), ("Dockerfile", True), ("docker/Dockerfile.cuda", True), ("api.Dockerfile", True),
+    ("run.bash", True), ("jobs/serve.sbatch", True), ("Dockerfile", True), ("docker/Dockerfile.cuda", True), ("api.Dockerfile", True),
     ("Containerfile", True), ("models/llama/config.pbtxt", True), ("scripts/entrypoint", True),  # #! scripts
     ("README.md", False), ("notes.txt", False), ("setup.cfg", False), ("src/app.py", False),
 ])

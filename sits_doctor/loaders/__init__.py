@@ -23,7 +23,7 @@ from sits_doctor.source import SourceDoc, display_path, parse_json, read_text
 from sits_doctor.source_yaml import parse_yaml
 
 _TEMPLATE_WORDS = {"yaml": "{{ }} template expressions", "pbtxt": "${...} placeholders of an unfilled template"}
-CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".sh", ".bash", ".pbtxt"})
+CONFIG_SUFFIXES = frozenset({".json", ".yaml", ".yml", ".sh", ".bash", ".pbtxt", ".sbatch", ".slurm"})
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages"})
 # Files that sit beside model configs but are never deployment configs: not even opened.
 NEVER_CONFIG = frozenset(

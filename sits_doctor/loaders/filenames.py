@@ -7,6 +7,9 @@ from __future__ import annotations
 import os
 
 SCRIPT_SUFFIXES = frozenset({".sh", ".bash"})
+# Batch scripts of job schedulers (Slurm's sbatch): shell scripts under another suffix, read when
+# their #! line names a shell
+SHEBANG_SUFFIXES = frozenset({".sbatch", ".slurm"})
 
 
 def is_dockerfile(path: str) -> bool:
@@ -15,12 +18,13 @@ def is_dockerfile(path: str) -> bool:
 
 
 def is_script(path: str, text: str | None = None) -> bool:
-    """A shell script by its name (``.sh``, ``.bash``) or, without a suffix, by its ``#!`` line."""
+    """A shell script by its name (``.sh``, ``.bash``) or, without a suffix or with a batch
+    scheduler's (``.sbatch``, ``.slurm``), by its ``#!`` line."""
     name = os.path.basename(path)
     suffix = os.path.splitext(name)[1].lower()
     if suffix in SCRIPT_SUFFIXES:
         return True
-    if suffix or text is None or not text.startswith("#!"):
+    if (suffix and suffix not in SHEBANG_SUFFIXES) or text is None or not text.startswith("#!"):
         return False
     first = text.split("\n", 1)[0]
     return any(first.rstrip().endswith(s) or f"/{s} " in first or f" {s}" in first for s in ("sh", "bash", "dash", "zsh"))
