@@ -277,6 +277,14 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             evidence=evidence, severity=Severity.INFO, fix_hint=f"write {full}",
             fixes=[edit.rename(setting, full, f"write {full}")],
         )
+    ignored = fw.ignored_at(setting.key, release, plan) if "." not in setting.key else None
+    if ignored is not None:
+        yield RULE.finding(
+            plan, setting, f"{shown} is accepted by {ctx.target.name} but has no effect: {ignored.why}",
+            evidence=evidence + [f"source: {ignored.source}"], severity=Severity.WARNING,
+            fix_hint=f"add {fw.flag_of(ignored.unless)}, or remove {shown}" if ignored.unless else hint,
+            fixes=[] if ignored.unless or option is None else [_removal_fix(setting, option)],
+        )
     if info.segment.get("deprecated"):
         later = [r for r in fw.flag_history(flag) if V(r[1]) >= V(release)]
         gone = fw.next_release(later[0][1]) if later else None
