@@ -225,7 +225,7 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
     info = fw.lookup_flag(flag, release)
     option = fw.OPTIONS.get(setting.key.partition(".")[0])
     hint = option.instead if option is not None else None
-    shown = setting.raw_key if setting.raw_key.startswith("-") else flag
+    shown = setting.raw_key if setting.raw_key.startswith("-") or plan.kind == fw.KWARGS else flag
     if info is None and setting.key.startswith(LOOKALIKE):
         plain = ascii_dashes(setting.raw_key)
         yield RULE.finding(
@@ -242,8 +242,9 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
     if info is None:
         runs = fw.flag_history(flag)
         # a lenient server (parse_known_args) drops the word and starts: the option has no effect
-        outcome = (f"{plan.lenient}: the option has no effect" if plan.lenient
-                   else f"{ctx.target.name} rejects it at startup (unrecognized arguments)")
+        rejected = (fw.KWARGS_UNKNOWN.format(key=setting.raw_key) if plan.kind == fw.KWARGS
+                    else f"{ctx.target.name} rejects it at startup (unrecognized arguments)")
+        outcome = f"{plan.lenient}: the option has no effect" if plan.lenient else rejected
         severity = Severity.WARNING if plan.lenient else None
         if not runs:
             if plan.entry not in fw.ENTRYPOINTS_WITH_SERVE_PARSER and plan.kind != "vllm-yaml" and not plan.lenient:
@@ -264,7 +265,8 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
                 edit.remove(setting, f"remove {setting.raw_key}")]
         else:
             message = f"{shown} arrived in vLLM {after[0][0]}: " + (
-                f"{plan.lenient}: the option has no effect" if plan.lenient else f"{ctx.target.name} rejects it at startup")
+                f"{plan.lenient}: the option has no effect" if plan.lenient else
+                rejected if plan.kind == fw.KWARGS else f"{ctx.target.name} rejects it at startup")
             fixes = []
         yield RULE.finding(plan, setting, message, evidence=evidence, fix_hint=hint, fixes=fixes, severity=severity)
         return

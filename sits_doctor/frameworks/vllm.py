@@ -469,6 +469,11 @@ COMPILATION_LEVEL_GONE = "0.18.0"  # CompilationConfig.level no longer accepted 
 COMPILATION_LEVEL = "compilation_config.level"
 MAX_MODEL_LEN_AUTO = "0.14.0"  # --max-model-len auto (human_readable_int_or_auto)
 KWARGS = "vllm-kwargs"  # a plan whose settings are EngineArgs keyword arguments (Ray Serve LLM engine_kwargs)
+# What Ray Serve LLM raises for an engine_kwargs key that is neither an AsyncEngineArgs nor a
+# FrontendArgs field of the installed vLLM, before vLLM parses anything
+# (python/ray/llm/_internal/serve/engines/vllm/vllm_models.py VLLMEngineConfig.from_llm_config,
+# ray-project/ray@b4061b5).
+KWARGS_UNKNOWN = "Ray Serve LLM fails to start the deployment (ValueError: Unknown engine argument: {key})"
 BOOL_WORDS = ("true", "false")  # a separate word after a flag that takes none: a stray argument
 ENTRYPOINTS_WITH_SERVE_PARSER = ("vllm serve", "python -m vllm.entrypoints.openai.api_server", "vllm image entrypoint")
 
