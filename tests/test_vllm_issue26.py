@@ -224,3 +224,37 @@ def test_ray_serve_unknown_engine_kwarg_quotes_rays_error(tmp_path, monkeypatch)
     assert f.message == ("swap_space was removed in vLLM 0.18.0: Ray Serve LLM fails to start the deployment "
                          "(ValueError: Unknown engine argument: swap_space)")
     assert "unrecognized arguments" not in f.message
+
+
+# --- 4. SkyPilot accelerator sets are sized for their smallest member -------------------------
+
+SKY = """resources:
+  accelerators: {acc}
+envs:
+  MODEL: meta-llama/Llama-3.1-8B-Instruct
+run: |
+  vllm serve $MODEL --max-model-len 131072
+"""
+
+
+@pytest.mark.parametrize("acc, card, listed", [
+    ("{A10G:1, L4:1}", "L4", "A10G:1, L4:1"),
+    ("{L40S: 1, A10G: 1}", "A10G", "L40S:1, A10G:1"),
+    ("[A100-80GB:1, L4:1]", "L4", "A100-80GB:1, L4:1"),
+])
+def test_skypilot_any_of_set_sized_for_the_smallest(tmp_path, monkeypatch, acc, card, listed):
+    (f,) = run(tmp_path, monkeypatch, "sky.yaml", SKY.format(acc=acc), ["SITS001"]).findings
+    gpu = next(e for e in f.evidence if e.startswith("GPU: "))
+    assert gpu.startswith(f"GPU: {card},")
+    assert f"any of {listed}: sized for the one with the least memory, {card}" in gpu
+
+
+def test_skypilot_set_with_an_unknown_member_names_no_gpu(tmp_path, monkeypatch):
+    report = run(tmp_path, monkeypatch, "sky.yaml", SKY.format(acc="{A10G:1, Z9000:1}"), ["SITS001"])
+    assert not [f for f in report.findings if f.code == "SITS001" and f.severity.value == "error"]
+
+
+def test_smallest_of_a_set():
+    assert gpus.smallest(["H100", "A10G", "L4"])[0] == 2
+    assert gpus.smallest(["H100", "nope"]) is None
+    assert gpus.smallest([]) is None

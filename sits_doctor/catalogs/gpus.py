@@ -261,3 +261,18 @@ def by_node_label(label: str, value: str) -> tuple[GpuModel, str | None]:
     if label == GKE_ACCELERATOR_LABEL:
         return by_gke_accelerator(value)
     return by_product_label(value), None
+
+
+def smallest(names) -> tuple[int, GpuModel] | None:
+    """Of several card names (any of which a scheduler may pick), the index and card with the
+    least memory; None when one of them is not in the catalog (then the smallest is unknown)."""
+    found = []
+    for i, name in enumerate(names):
+        model = find(name)
+        if model is None:
+            return None
+        found.append((model.memory_bytes_effective().value, i, model))
+    if not found:
+        return None
+    _, i, model = min(found, key=lambda t: (t[0], t[1]))
+    return i, model
