@@ -258,3 +258,34 @@ def test_smallest_of_a_set():
     assert gpus.smallest(["H100", "A10G", "L4"])[0] == 2
     assert gpus.smallest(["H100", "nope"]) is None
     assert gpus.smallest([]) is None
+
+
+# --- 5. renamed Hub repositories resolve to the catalog's entry, and say so --------------------
+
+@pytest.mark.parametrize("written, stored, says", [
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct", "meta-llama/Llama-3.1-8B-Instruct", "was renamed"),
+    ("meta-llama/Meta-Llama-3.1-70B-Instruct", "meta-llama/Llama-3.1-70B-Instruct", "was renamed"),
+    ("meta-llama/llama-3.1-8b", "meta-llama/Meta-Llama-3.1-8B", "is the Hugging Face Hub's current name of"),
+])
+def test_renamed_models_resolve(written, stored, says):
+    from sits_doctor.catalogs import models
+
+    assert models.lookup(written) is None
+    entry, why = models.lookup_renamed(written)
+    assert entry.hub_id == stored and says in why and written in why
+
+
+def test_renames_never_shadow_an_exact_entry_or_guess():
+    from sits_doctor.catalogs import models
+
+    assert models.lookup_renamed("meta-llama/Meta-Llama-3-8B-Instruct") is None  # Llama 3 kept its name
+    assert models.lookup_renamed("meta-llama/Meta-Llama-3.1-405B-Instruct") is None  # neither name in the catalog
+    assert models.lookup_renamed(None) is None
+
+
+def test_renamed_model_feeds_the_rules_with_the_rename_in_the_evidence(tmp_path, monkeypatch):
+    text = "model: meta-llama/Meta-Llama-3.1-8B-Instruct\nmax-model-len: 262144\nserved-model-name: m\n"
+    (f,) = run(tmp_path, monkeypatch, "serve.yaml", text, ["SITS202"]).findings
+    assert "exceeds the 131072" in f.message
+    assert any("meta-llama/Meta-Llama-3.1-8B-Instruct was renamed meta-llama/Llama-3.1-8B-Instruct" in e
+               for e in f.evidence)
