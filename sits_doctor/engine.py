@@ -474,10 +474,9 @@ def effective(plan: Plan, gpu=None, *, runtime: bool = False, report: Report | N
     if gpu is None:
         missing["gpu"] = "no GPU is known (pass --gpu NAME[xN])"
     if plan.framework == "vllm":
-        unknown = [s for k, s in plan.settings.items() if s.templated and k.partition(".")[0] in vllm.SIZING]
+        unknown = vllm.sizing_unknown(plan)
         if unknown:
-            missing["sizing"] = "; ".join(
-                f"{s.raw_key} is {str(s.raw)!r}, a variable or template this file does not set ({s.prov})" for s in unknown)
+            missing["sizing"] = "; ".join(unknown)
     found = None
     if plan.framework == "hf" and plan.kind == "hf-config" and plan.model is not None:
         found = _runtime(plan, runtime, report)

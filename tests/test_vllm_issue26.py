@@ -289,3 +289,23 @@ def test_renamed_model_feeds_the_rules_with_the_rename_in_the_evidence(tmp_path,
     assert "exceeds the 131072" in f.message
     assert any("meta-llama/Meta-Llama-3.1-8B-Instruct was renamed meta-llama/Llama-3.1-8B-Instruct" in e
                for e in f.evidence)
+
+
+def test_cpu_offload_is_not_counted_on_the_gpu_so_memory_is_not_checked(tmp_path, monkeypatch):
+    """A KubeAI catalog entry serving a 70B model on one GH200 with --cpu-offload-gb=60: the
+    memory model does not follow the offload, so it says so instead of an out-of-memory error."""
+    text = """apiVersion: kubeai.org/v1
+kind: Model
+metadata: {name: llama-70b-gh200}
+spec:
+  url: hf://meta-llama/Llama-3.1-70B-Instruct
+  engine: VLLM
+  args: ["--max-model-len=32768", "--cpu-offload-gb=60"]
+  resourceProfile: nvidia-gpu-gh200:1
+"""
+    (f,) = run(tmp_path, monkeypatch, "m.yaml", text, ["SITS001"]).findings
+    assert f.severity.value == "info" and "--cpu-offload-gb '60'" in f.message
+    assert "memory model does not count" in f.message
+    no_offload = text.replace(', "--cpu-offload-gb=60"', "")
+    (f,) = run(tmp_path, monkeypatch, "m.yaml", no_offload, ["SITS001"]).findings
+    assert f.severity.value == "error" and "GH200-96GB" in f.message

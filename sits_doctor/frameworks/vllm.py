@@ -186,6 +186,25 @@ def is_official_image(name: str) -> bool:
 SIZING = ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
           "kv_cache_dtype", "kv_cache_memory_bytes", "max_num_seqs", "max_num_batched_tokens", "block_size",
           "quantization", "dtype", "enforce_eager", "hf_overrides")
+# Options that move memory in ways the memory model does not follow (weights offloaded to CPU
+# memory, vllm/model_executor/models/utils.py maybe_offload_to_cpu): set, the memory rules say
+# they cannot check rather than count the offloaded weights on the GPU.
+NOT_MODELLED = {"cpu_offload_gb": "offloads that many GB of weights per GPU to CPU memory, which sits-doctor's "
+                                  "memory model does not count"}
+
+
+def sizing_unknown(plan) -> list[str]:
+    """Why the memory of this plan cannot be sized: sizing options from an unresolved variable
+    or template, and set options whose effect the memory model does not follow."""
+    out = [f"{s.raw_key} is {str(s.raw)!r}, a variable or template this file does not set ({s.prov})"
+           for k, s in plan.settings.items() if s.templated and k.partition(".")[0] in SIZING]
+    for key, why in NOT_MODELLED.items():
+        s = plan.settings.get(key)
+        if s is not None and (s.templated or s.value not in (0, 0.0, None)):
+            out.append(f"{s.raw_key} {s.raw!r} ({s.prov}) {why}")
+    return out
+
+
 KV_CACHE_DTYPE = "kv_cache_dtype"
 KV_CACHE_MEMORY_BYTES = "kv_cache_memory_bytes"  # sizes the pool directly: no memory profiling decides it
 PREFIX_CACHING = "enable_prefix_caching"
