@@ -309,3 +309,39 @@ spec:
     no_offload = text.replace(', "--cpu-offload-gb=60"', "")
     (f,) = run(tmp_path, monkeypatch, "m.yaml", no_offload, ["SITS001"]).findings
     assert f.severity.value == "error" and "GH200-96GB" in f.message
+
+
+# --- 0.34: the KV-cache startup check's advice follows the extensible KV cache ------------------
+
+def _pool(util, fixed=None):
+    from sits_doctor.frameworks import vllm_memory
+
+    gib = 1 << 30
+    return vllm_memory.pool(version="0.34.0", memory_bytes=22 * gib, utilization=util, weights_bytes=15 * gib,
+                            kv_bytes_per_token=128 * 1024, batched_tokens=2048, hidden=4096, intermediate=14336,
+                            kv_cache_memory_bytes=fixed, vocab=128256, max_num_seqs=256)
+
+
+def test_startup_message_at_0_34_names_the_extensible_kv_cache():
+    from sits_doctor.frameworks import vllm_memory
+
+    ok, why = vllm_memory.startup_check(131072, _pool(1.0), "0.34.0")
+    assert ok is False and "The extensible KV cache already takes all device memory" in why
+    assert why.endswith("Decreasing `max_model_len` also reduces what is needed.")
+    ok, why = vllm_memory.startup_check(131072, _pool(0.9), "0.34.0")
+    assert "within `gpu_memory_utilization`=0.9; increase it (with the extensible KV cache it defaults to 1.0)" in why
+    ok, why = vllm_memory.startup_check(131072, _pool(0.9, fixed=2 << 30), "0.34.0")
+    assert "Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls" in why
+    ok, why = vllm_memory.startup_check(131072, _pool(0.9), "0.33.0")
+    assert why.endswith("Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+
+
+def test_no_memory_message_at_0_34():
+    from sits_doctor.frameworks import vllm_memory
+
+    gib = 1 << 30
+    p = vllm_memory.pool(version="0.34.0", memory_bytes=16 * gib, utilization=1.0, weights_bytes=15.5 * gib,
+                         kv_bytes_per_token=128 * 1024, batched_tokens=2048, hidden=4096, intermediate=14336,
+                         vocab=128256, max_num_seqs=256)
+    ok, why = vllm_memory.startup_check(8192, p, "0.34.0")
+    assert ok is False and why.startswith("No available memory for the cache blocks. The extensible KV cache")
