@@ -345,3 +345,46 @@ def test_no_memory_message_at_0_34():
                          vocab=128256, max_num_seqs=256)
     ok, why = vllm_memory.startup_check(8192, p, "0.34.0")
     assert ok is False and why.startswith("No available memory for the cache blocks. The extensible KV cache")
+
+
+@pytest.mark.parametrize("acc, expected", [
+    ("8", {}),                      # a number names no card
+    ("[1, 2]", {}),                 # list items that are not names
+    ("{A100:8: 8}", {}),            # a count written twice
+    ("[H100:8]", {"gpu_product": ("H100", "[H100:8]"), "gpu_count": ("8", "[H100:8]")}),  # one member: as written
+    ("{L4: 1, A10G: 2}", {"gpu_product": ("L4", "any of L4:1, A10G:2: sized for the one with the least memory, L4"),
+                          "gpu_count": ("1", "{L4: 1, A10G: 2}")}),
+    ("[H100:2, A100:2]", {"gpu_product": ("A100", "any of H100:2, A100:2: sized for the one with the least memory, "
+                                                   "A100 (A100-SXM-40GB)"), "gpu_count": ("2", "[H100:2, A100:2]")}),
+])
+def test_skypilot_accelerator_values_exactly(acc, expected):
+    from sits_doctor.loaders import skypilot
+    from sits_doctor.source_yaml import parse_yaml
+
+    (doc,) = parse_yaml(SKY.format(acc=acc), "sky.yaml")
+    (plan,) = skypilot.plans(doc)
+    assert {k: v.value for k, v in plan.hardware.items()} == {k: v[0] for k, v in expected.items()}
+    gpu = plan.hardware.get("gpu_product")
+    if gpu is not None:
+        said = expected["gpu_product"][1]
+        if said.startswith("any of"):  # a set: the value says which member it was sized for
+            assert gpu.raw == said
+        else:  # one member: the value as parsed
+            assert gpu.raw == ["H100:8"]
+
+
+def test_kubeai_env_that_is_not_a_map_is_ignored():
+    from sits_doctor.loaders import kubeai
+    from sits_doctor.source_yaml import parse_yaml
+
+    text = ("apiVersion: kubeai.org/v1\nkind: Model\nmetadata: {name: m}\nspec:\n  url: hf://org/m\n  engine: VLLM\n"
+            "  env: [A, B]\n  resourceProfile: nvidia-gpu-l4:1\n")
+    (doc,) = parse_yaml(text, "m.yaml")
+    (plan,) = kubeai.plans(doc)
+    assert plan.env == {} and plan.hardware["gpu_product"].value == "L4"
+
+
+def test_catalog_model_repr():
+    from sits_doctor.catalogs import models
+
+    assert repr(models.lookup("meta-llama/Llama-3.1-8B-Instruct")) == "CatalogModel('meta-llama/Llama-3.1-8B-Instruct')"
