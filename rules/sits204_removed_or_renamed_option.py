@@ -12,7 +12,13 @@ Reports options that the target framework version rejects at startup or silently
   `VLLM_ATTENTION_BACKEND` environment variable, which vLLM ≥0.16 ignores. Where the server reads
   its arguments with `parse_known_args` (KServe's huggingfaceserver), an unknown or removed flag is
   ignored rather than refused (warning), and so is a vLLM flag spelled with `_` or written dotted
-  (`--x.y`): only vLLM's own `parse_args` rewrites those.
+  (`--x.y`): only vLLM's own `parse_args` rewrites those. Options a release parses and then does
+  not act on (warning): `--swap-space` on 0.11–0.17.1, whose only engine (V1) keeps no swap
+  space, and the LoRA limits (`--max-loras`, `--max-lora-rank`, `--max-cpu-loras`,
+  `--fully-sharded-loras`) without `--enable-lora` — production-stack's chart writes
+  `--max_loras` from `vllmConfig.maxLoras` whether or not the model spec sets `enableLoRA`.
+  Ray Serve LLM refuses an `engine_kwargs` key vLLM's engine arguments lack itself, with
+  `ValueError: Unknown engine argument`, before vLLM parses anything.
 - **TensorRT-LLM** LLM-API / `trtllm-serve` YAML keys from before 1.0 (`use_cuda_graph`,
   `kv_cache_dtype`, `pytorch_backend_config`, ...), which 1.x rejects (`extra="forbid"`), and, for
   the release series whose models were read (1.0.x, 1.1.x, 1.2.x), any key the models do not have
@@ -64,19 +70,29 @@ safe). TensorRT-LLM pre-1.0 keys move into other sections: the fix is shown, not
 
 ## How it is measured
 Not measured: a predicted startup failure or an ignored setting. vLLM flags are looked up in a
-table made by running each release's own argument parser (64 releases, 0.6.0 … 0.33.0; a target
+table made by running each release's own argument parser (65 releases, 0.6.0 … 0.34.0; a target
 between two releases is judged by the nearest one below, and the evidence says so); the target
 version comes from `--target`, the image tag, the installed package, or else the newest release
 known (said to be assumed).
 
 ## Sources
-- vLLM: the argument parser of every release on PyPI with a source distribution, 0.6.0 … 0.33.0
+- vLLM: the argument parser of every release on PyPI with a source distribution, 0.6.0 … 0.34.0
   (`vllm/engine/arg_utils.py` `EngineArgs.add_cli_args`, `vllm/entrypoints/openai/cli_args.py`
   `make_arg_parser`, `vllm/utils/argparse_utils.py` `FlexibleArgumentParser`@0.33.0, which adds
   `--disable-X` for `--enable-X`), run by tools/gen_vllm_options.py;
   `VLLM_ATTENTION_BACKEND` in `vllm/envs.py` (present 0.14.0, absent 0.16.0);
   `CompilationConfig.max_capture_size` `init=False` (`vllm/config/compilation.py@0.11.0`), gone in
   0.11.1, and `extra="forbid"` on `CompilationConfig` from 0.13.0.
+- vLLM, options without effect: `vllm/config/cache.py@0.17.1` `CacheConfig.verify_with_parallel_config`
+  (the only use of `swap_space` left), `vllm/worker/worker.py@0.10.2` (the V0 worker that sized CPU
+  blocks from it; `vllm/worker/` holds only `worker_base.py` in 0.11.0), `EngineArgs._is_v1_supported_oracle`
+  (0.10.2 still falls back to V0); `vllm/engine/arg_utils.py` `create_engine_config` (`LoRAConfig(...)
+  if self.enable_lora else None`) @0.9.2, @0.10.0, @0.17.1, @0.33.0, @0.34.0. production-stack:
+  `helm/templates/deployment-vllm-multi.yaml` (vllm-project/production-stack@a6c01db: `--enable-lora`
+  only `if $modelSpec.enableLoRA`, `--max_loras` whenever `vllmConfig` has `maxLoras`).
+- Ray Serve LLM: `python/ray/llm/_internal/serve/engines/vllm/vllm_models.py`
+  `VLLMEngineConfig.from_llm_config` (ray-project/ray@b4061b5: a key in neither `FrontendArgs` nor
+  `AsyncEngineArgs` raises `ValueError(f"Unknown engine argument: {key}")`).
 - TensorRT-LLM: release notes 1.0 "API Changes" (`docs/source/release-notes.md`), v1.0.0rc2
   (#5014, `cuda_graph_config`), `tensorrt_llm/llmapi/llm_args.py@v1.0.0` (`StrictBaseModel`,
   `extra="forbid"`, the fields of every config class; read by tools/gen_trtllm_options.py).
@@ -225,7 +241,7 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
     info = fw.lookup_flag(flag, release)
     option = fw.OPTIONS.get(setting.key.partition(".")[0])
     hint = option.instead if option is not None else None
-    shown = setting.raw_key if setting.raw_key.startswith("-") else flag
+    shown = setting.raw_key if setting.raw_key.startswith("-") or plan.kind == fw.KWARGS else flag
     if info is None and setting.key.startswith(LOOKALIKE):
         plain = ascii_dashes(setting.raw_key)
         yield RULE.finding(
@@ -242,8 +258,9 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
     if info is None:
         runs = fw.flag_history(flag)
         # a lenient server (parse_known_args) drops the word and starts: the option has no effect
-        outcome = (f"{plan.lenient}: the option has no effect" if plan.lenient
-                   else f"{ctx.target.name} rejects it at startup (unrecognized arguments)")
+        rejected = (fw.KWARGS_UNKNOWN.format(key=setting.raw_key) if plan.kind == fw.KWARGS
+                    else f"{ctx.target.name} rejects it at startup (unrecognized arguments)")
+        outcome = f"{plan.lenient}: the option has no effect" if plan.lenient else rejected
         severity = Severity.WARNING if plan.lenient else None
         if not runs:
             if plan.entry not in fw.ENTRYPOINTS_WITH_SERVE_PARSER and plan.kind != "vllm-yaml" and not plan.lenient:
@@ -264,7 +281,8 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
                 edit.remove(setting, f"remove {setting.raw_key}")]
         else:
             message = f"{shown} arrived in vLLM {after[0][0]}: " + (
-                f"{plan.lenient}: the option has no effect" if plan.lenient else f"{ctx.target.name} rejects it at startup")
+                f"{plan.lenient}: the option has no effect" if plan.lenient else
+                rejected if plan.kind == fw.KWARGS else f"{ctx.target.name} rejects it at startup")
             fixes = []
         yield RULE.finding(plan, setting, message, evidence=evidence, fix_hint=hint, fixes=fixes, severity=severity)
         return
@@ -276,6 +294,14 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             "option with the same prefix makes it ambiguous and startup fails",
             evidence=evidence, severity=Severity.INFO, fix_hint=f"write {full}",
             fixes=[edit.rename(setting, full, f"write {full}", target=ctx.target)],
+        )
+    ignored = fw.ignored_at(setting.key, release, plan) if "." not in setting.key else None
+    if ignored is not None:
+        yield RULE.finding(
+            plan, setting, f"{shown} is accepted by {ctx.target.name} but has no effect: {ignored.why}",
+            evidence=evidence + [f"source: {ignored.source}"], severity=Severity.WARNING,
+            fix_hint=f"add {fw.flag_of(ignored.unless)}, or remove {shown}" if ignored.unless else hint,
+            fixes=[] if ignored.unless or option is None else [_removal_fix(setting, option)],
         )
     if info.segment.get("deprecated"):
         later = [r for r in fw.flag_history(flag) if V(r[1]) >= V(release)]

@@ -433,8 +433,9 @@ def gpu_spec(opts: CheckOptions):
 
 
 def _manifest_gpu(plan: Plan):
-    """The GPU a Kubernetes manifest asks for: the ``nvidia.com/gpu.product`` node label it
-    selects, counted by its ``nvidia.com/gpu`` limit (None when it names no known product)."""
+    """The GPU a Kubernetes manifest asks for: the ``nvidia.com/gpu.product`` or GKE
+    ``cloud.google.com/gke-accelerator`` node label it selects, counted by its ``nvidia.com/gpu``
+    limit (None when it names no known product)."""
     product = plan.hardware.get("gpu_product")
     if product is None or product.templated or not isinstance(product.value, str):
         return None
@@ -443,7 +444,7 @@ def _manifest_gpu(plan: Plan):
     from sits_doctor.memory import GIB
 
     try:
-        model = gpus.by_product_label(product.value)
+        model, note = gpus.by_node_label(product.raw_key, product.value)
     except ValueError:
         return None
     count = plan.hardware.get("gpu_count")
@@ -452,8 +453,10 @@ def _manifest_gpu(plan: Plan):
     except ValueError:
         n = 1
     mem = model.memory_bytes_effective()
+    shown = product.raw if isinstance(product.raw, str) else product.value
     return GpuSpec(name=model.name, count=max(1, n), memory_gib=mem.value / GIB,
-                   source=f"{product.raw_key} {product.value!r} ({product.prov}); {model.name}: {mem.basis}",
+                   source=f"{product.raw_key} {shown!r} ({product.prov}); {model.name}"
+                          f"{f' ({note})' if note else ''}: {mem.basis}",
                    estimate=mem.estimate)
 
 
@@ -471,10 +474,9 @@ def effective(plan: Plan, gpu=None, *, runtime: bool = False, report: Report | N
     if gpu is None:
         missing["gpu"] = "no GPU is known (pass --gpu NAME[xN])"
     if plan.framework == "vllm":
-        unknown = [s for k, s in plan.settings.items() if s.templated and k.partition(".")[0] in vllm.SIZING]
+        unknown = vllm.sizing_unknown(plan)
         if unknown:
-            missing["sizing"] = "; ".join(
-                f"{s.raw_key} is {str(s.raw)!r}, a variable or template this file does not set ({s.prov})" for s in unknown)
+            missing["sizing"] = "; ".join(unknown)
     found = None
     if plan.framework == "hf" and plan.kind == "hf-config" and plan.model is not None:
         found = _runtime(plan, runtime, report)

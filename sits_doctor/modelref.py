@@ -65,15 +65,19 @@ class ModelResolver:
             return None
         from sits_doctor.catalogs import models
 
-        entry = models.lookup(name)
+        entry, renamed = models.lookup(name), None
         if entry is None:
-            return None
+            found = models.lookup_renamed(name)  # a name the Hub renamed (Meta-Llama-3.1-* -> Llama-3.1-*)
+            if found is None:
+                return None
+            entry, renamed = found
         import json
 
         from sits_doctor.loaders.hf import model_facts
         from sits_doctor.source import parse_json
 
-        doc = parse_json(json.dumps(entry.config, indent=1), f"<model catalog: {entry.hub_url}>")
+        where = f"{entry.hub_url}; {renamed}" if renamed else entry.hub_url
+        doc = parse_json(json.dumps(entry.config, indent=1), f"<model catalog: {where}>")
         return model_facts(doc)
 
     def _load(self, path: Path) -> ModelFacts:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import LLAMA_8B, k8s_deployment, run_cli, write
+from sits_doctor.frameworks.vllm import NEWEST  # the newest release in the parser table
 
 ANSI = "\x1b["
 FINDING_LINE = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+):(?P<col>\d+): (?P<code>SITS\d{3}) \[(?P<sev>error|warning|info)\] \S.*$")
@@ -487,16 +488,16 @@ def test_target_decides_sits205(proj, version, fires):
     assert r.exit_code == (1 if fires else 0)
 
 
-@pytest.mark.parametrize(("version", "fires"), [("0.10.2", False), ("0.17.0", False), ("0.18.0", True), ("0.33.0", True)])
+@pytest.mark.parametrize(("version", "fires"), [("0.10.2", False), ("0.17.0", True), ("0.18.0", True), ("0.33.0", True)])
 def test_target_decides_sits204_swap_space(proj, version, fires):
     r = run_cli("check", "swap.yaml", "--target", f"vllm=={version}", "--format", "json", cwd=proj)
     assert ("SITS204" in codes_of(r)) is fires
 
 
 def test_target_aliases_and_other_frameworks(proj):
-    r = run_cli("check", "swap.yaml", "--target", "VLLM==0.17.0", "--target", "tensorrt-llm==1.0", cwd=proj)
+    r = run_cli("check", "swap.yaml", "--target", "VLLM==0.10.2", "--target", "tensorrt-llm==1.0", cwd=proj)
     assert r.exit_code == 0
-    assert "target: vLLM 0.17.0 (--target)" in r.stdout
+    assert "target: vLLM 0.10.2 (--target)" in r.stdout
 
 
 def test_image_tag_sets_the_target(tmp_path):
@@ -656,7 +657,7 @@ def test_unpinned_image_says_the_version_is_assumed_and_how_to_pin_it(tmp_path, 
     write(tmp_path, "k8s.yaml", k8s_deployment(f"          image: {image}",
                                                 '          args: ["--model", "m", "--swap-space", "4"]'))
     r = run_cli("check", "k8s.yaml", "--isolated", cwd=tmp_path)
-    assert "vLLM 0.33.0 (assumed) rejects it at startup" in r.stdout
+    assert f"vLLM {NEWEST} (assumed) rejects it at startup" in r.stdout
     assert "pins no version; pin it with --target vllm==VERSION" in r.stdout
     assert f"image {image} (k8s.yaml:10:18)" in r.stdout
 
@@ -667,7 +668,7 @@ def test_summary_groups_assumed_versions(tmp_path, hermetic):
                                                 '          args: ["--model", "m", "--swap-space", "4"]'))
     r = run_cli("check", "a.yaml", "k8s.yaml", "--isolated", cwd=tmp_path)
     assert r.stdout.rstrip().splitlines()[-1] == (
-        "target: vLLM 0.33.0 (assumed newest: nothing pins it (pin it with --target) ×2; each finding says which)")
+        f"target: vLLM {NEWEST} (assumed newest: nothing pins it (pin it with --target) ×2; each finding says which)")
 
 
 # --- arguments that used to be accepted silently (issue "Reliability") --------------------------------
@@ -675,8 +676,8 @@ def test_summary_groups_assumed_versions(tmp_path, hermetic):
 def test_target_outside_what_the_rules_know_is_announced(tmp_path):
     write(tmp_path, "serve.yaml", "model: ./m\nswap-space: 4\nserved-model-name: m\n")
     r = run_cli("check", "serve.yaml", "--isolated", "--target", "vllm==99.0", cwd=tmp_path)
-    assert ("note: --target vllm==99.0: newer than 0.33.0, the newest release the rules know; "
-            "options are judged as 0.33.0 accepts them") in r.stderr
+    assert (f"note: --target vllm==99.0: newer than {NEWEST}, the newest release the rules know; "
+            f"options are judged as {NEWEST} accepts them") in r.stderr
     r = run_cli("check", "serve.yaml", "--isolated", "--target", "vllm==0.1", cwd=tmp_path)
     assert "older than 0.6.0, the oldest release whose parser the rules know; flags are not judged" in r.stderr
 
@@ -714,7 +715,7 @@ def test_quiet_prints_only_what_fails_and_repeats_are_folded(tmp_path, hermetic)
     write(tmp_path, "serve.yaml", "model: ./m\nswap-space: 4\nserved-model-name: m\n")
     quiet = run_cli("check", "many.yaml", "serve.yaml", "--isolated", "-q", cwd=tmp_path)
     assert quiet.stdout.strip().splitlines() == [
-        "serve.yaml:2:1: SITS204 [error] --swap-space was removed in vLLM 0.18.0: vLLM 0.33.0 (assumed) rejects it "
+        f"serve.yaml:2:1: SITS204 [error] --swap-space was removed in vLLM 0.18.0: vLLM {NEWEST} (assumed) rejects it "
         "at startup (unrecognized arguments)"]
     full = run_cli("check", "many.yaml", "--isolated", cwd=tmp_path)
     infos = [line for line in full.stdout.splitlines() if "SITS202 [info]" in line]

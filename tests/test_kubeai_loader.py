@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pathlib import Path
 
 from sits_doctor.fixer import apply_edits
@@ -39,7 +41,7 @@ def test_a_vllm_model_is_the_command_kubeai_writes():
     assert plan.settings["max_model_len"].value == 4096
     assert (plan.settings["swap_space"].prov.line, plan.settings["swap_space"].prov.col) == (10, 7)
     assert {k: v.value for k, v in plan.env.items()} == {"VLLM_USE_V1": "1"}
-    assert {k: v.value for k, v in plan.hardware.items()} == {"gpu_product": "a100-80gb", "gpu_count": "2"}
+    assert {k: v.value for k, v in plan.hardware.items()} == {"gpu_product": "A100-SXM-80GB", "gpu_count": "2"}
 
 
 def test_removing_an_arg_takes_its_list_item():
@@ -78,4 +80,32 @@ def test_the_gpu_of_the_profile_feeds_the_facts(tmp_path: Path):
     report = check([tmp_path / "m.yaml"])
     (plan,) = report.deployments
     assert plan.facts.gpu.name == "A100-SXM-80GB" and plan.facts.gpu.count == 2
-    assert "resourceProfile 'a100-80gb'" in plan.facts.gpu.source
+    assert "resourceProfile 'nvidia-gpu-a100-80gb:2'" in plan.facts.gpu.source
+
+
+# Every profile KubeAI's chart defines (charts/kubeai/values.yaml resourceProfiles) is a known GPU.
+@pytest.mark.parametrize("profile, card, gib", [
+    ("nvidia-gpu-t4", "T4", 14.5), ("nvidia-gpu-l4", "L4", 21.9), ("nvidia-gpu-l40s", "L40S", 44),
+    ("nvidia-gpu-h100", "H100-SXM-80GB", 79), ("nvidia-gpu-gh200", "GH200-96GB", 86),
+    ("nvidia-gpu-a100-80gb", "A100-SXM-80GB", 79), ("nvidia-gpu-a100-40gb", "A100-SXM-40GB", 39),
+    ("nvidia-gpu-a16", "A16-16GB", 14.4), ("nvidia-gpu-rtx4070-8gb", "RTX-4070-Laptop-8GB", 7.2),
+    ("amd-gpu-mi300x", "MI300X", 190),
+])
+def test_every_chart_profile_names_its_gpu(tmp_path: Path, profile, card, gib):
+    from sits_doctor.engine import check
+    from sits_doctor.loaders.kubeai import PROFILES
+
+    assert PROFILES[profile] == card
+    text = MODEL.replace("hf://org/name", "hf://meta-llama/Llama-3.1-8B-Instruct").replace(
+        "nvidia-gpu-a100-80gb:2", f"{profile}:1")
+    (tmp_path / "m.yaml").write_text(text)
+    (plan,) = check([tmp_path / "m.yaml"]).deployments
+    assert plan.facts.gpu.name == card and plan.facts.gpu.count == 1
+    assert plan.facts.gpu.memory_gib >= gib * 0.98
+    assert f"resourceProfile '{profile}:1'" in plan.facts.gpu.source
+
+
+def test_profile_names_cover_the_chart():
+    from sits_doctor.loaders.kubeai import PROFILES
+
+    assert len(PROFILES) == 10 and "cpu" not in PROFILES

@@ -52,7 +52,10 @@ def test_skypilot_run_script_with_its_variables_and_gpus():
 
 def test_skypilot_accelerator_forms():
     for text, expected in (("{L4: 2}", {"gpu_product": "L4", "gpu_count": "2"}), ("H100", {"gpu_product": "H100"}),
-                           ("[A100:8, H100:8]", {}), ("{A100: 8, H100: 8}", {})):
+                           # any-of sets: the member with the least memory (bare A100: the 40 GB part)
+                           ("[A100:8, H100:8]", {"gpu_product": "A100", "gpu_count": "8"}),
+                           ("{A100: 8, H100: 8}", {"gpu_product": "A100", "gpu_count": "8"}),
+                           ("{H100: 8, Z9: 8}", {})):
         doc = doc_of(SKY.replace("A100-80GB:4", text))
         (plan,) = skypilot.plans(doc)
         assert {k: v.value for k, v in plan.hardware.items()} == expected, text
@@ -252,7 +255,7 @@ def test_kubeai_models_chart_catalog():
     assert kubeai.is_kubeai_catalog(doc.data)
     (plan,) = kubeai.catalog_plans(doc)
     assert plan.label.startswith("catalog model llama") and plan.model_ref.value == "org/llama"
-    assert (plan.settings["num_scheduler_steps"].prov.line, plan.hardware["gpu_product"].value) == (6, "l4")
+    assert (plan.settings["num_scheduler_steps"].prov.line, plan.hardware["gpu_product"].value) == (6, "L4")
 
 
 def test_only_vllms_own_image_tags_are_vllm_versions():

@@ -76,6 +76,18 @@ What is stubbed, and why the results are still the parser's own
     ``VLLM_*`` variables) so defaults read from the environment are the stock ones.
 
 How to re-run
+    When a new vLLM release is on PyPI, one command adds it (and any other release the table
+    lacks) and leaves the other releases' entries as they are; :data:`sits_doctor.frameworks
+    .vllm.NEWEST` and everything judged "at the newest release" follow the table::
+
+        python3.11 -m venv /tmp/gen && /tmp/gen/bin/pip install -r tools/gen_vllm_options.requirements.txt
+        /tmp/gen/bin/python tools/gen_vllm_options.py --update --sdists /tmp/vllm_sdists
+
+    It downloads the new releases' sdists (PyPI's JSON API, sha256 checked), runs their parsers,
+    and runs the newest release already in the table again as a control: when this machine's
+    result for it differs from the committed one (other library versions, a generator change),
+    it writes nothing, and the whole table has to be regenerated as below.
+
     The sdists: ``pip download --no-deps --no-binary :all: vllm==X -d DIR`` fails before it
     saves the file (pip prepares the sdist's metadata, whose build needs torch), so
     ``--download`` fetches every release's sdist from PyPI's JSON API instead, checks its
@@ -1101,8 +1113,9 @@ def find_releases(root: Path) -> dict[str, Path]:
     return found
 
 
-def download(root: Path, minimum: str) -> None:
-    """Fetch every release's sdist from PyPI's JSON API, check it and unpack its Python parts."""
+def download(root: Path, minimum: str, skip: frozenset[str] = frozenset()) -> dict[str, str]:
+    """Fetch every release's sdist (from ``minimum`` on, except those in ``skip``) from PyPI's
+    JSON API, check it and unpack its Python parts. Returns the releases without an sdist."""
     import hashlib
     import tarfile
     import urllib.request
@@ -1115,7 +1128,7 @@ def download(root: Path, minimum: str) -> None:
     missing = {}
     (root / "dl").mkdir(parents=True, exist_ok=True)
     for version, files in sorted(meta["releases"].items(), key=lambda kv: Version(kv[0])):
-        if Version(version) < Version(minimum) or Version(version).is_prerelease:
+        if Version(version) < Version(minimum) or Version(version).is_prerelease or version in skip:
             continue
         sdists = [f for f in files if f["packagetype"] == "sdist" and not f.get("yanked")]
         if not sdists:
@@ -1144,6 +1157,7 @@ def download(root: Path, minimum: str) -> None:
                 tar.extractall(dest, members=members, filter="data")
             marker.write_text(f["digests"]["sha256"] + "\n")
     (root / "missing.json").write_text(json.dumps(missing, indent=1) + "\n")
+    return missing
 
 
 def _run_worker(version: str, src: Path, keep: Path | None, timeout: int, mode: str, seed: int = 0) -> dict:
@@ -1182,6 +1196,8 @@ def _run_worker(version: str, src: Path, keep: Path | None, timeout: int, mode: 
             return {"error": f"worker exited {proc.returncode}: " + " | ".join(tail)}
         return json.loads(result.read_text())
 
+
+DATA_FILE = Path(__file__).resolve().parent.parent / "sits_doctor" / "frameworks" / "data" / "vllm_options.json"
 
 # --reuse DIR: read a worker's raw result from DIR (written there earlier by --keep) instead of
 # running it again, e.g. to re-assemble the JSON after changing how it is written.
@@ -1258,34 +1274,74 @@ def _segments(releases: list[str], per_release: dict[str, object]) -> list[dict]
     return out
 
 
-def assemble(results: dict[str, dict], failed: dict[str, str], lib_versions: str) -> dict:
-    releases = sorted((v for v, r in results.items() if "error" not in r), key=_version_key)
+def per_release(results: dict[str, dict], lib_versions: str) -> dict[str, dict]:
+    """Each release's parser facts, options and probes as written into the table (before the
+    releases are folded into segments): ``{version: {"parser": {...}, "options": {...},
+    "probes": {...}}}``. Releases whose worker failed are left out."""
+    out: dict[str, dict] = {}
     for v, r in results.items():
         if "error" in r:
-            failed[v] = r["error"][-1500:]
-    parser_per = {}
-    for v in releases:
-        feats = dict(results[v]["parser"])
-        parser_per[v] = {
+            continue
+        feats = dict(r["parser"])
+        parser = {
             "allow_abbrev": feats.pop("allow_abbrev"),
             **feats,
-            "notes": f"{results[v]['how']}; degraded vLLM modules: "
-                     f"{', '.join(f'{m} ({e})' for m, e in sorted(results[v].get('degraded', {}).items())) or 'none'}; "
+            "notes": f"{r['how']}; degraded vLLM modules: "
+                     f"{', '.join(f'{m} ({e})' for m, e in sorted(r.get('degraded', {}).items())) or 'none'}; "
                      f"{lib_versions}",
         }
-    option_names = sorted({k for v in releases for k in results[v]["options"]})
-    options = {k: _segments(releases, {v: results[v]["options"][k] for v in releases if k in results[v]["options"]})
-               for k in option_names}
-    probes = {p: _segments(releases, {v: results[v]["probes"][p] for v in releases if p in results[v]["probes"]})
-              for p in PROBES}
+        out[v] = {"parser": parser, "options": r["options"],
+                  "probes": {p: r["probes"][p] for p in PROBES if p in r["probes"]}}
+    return out
+
+
+def unfold(data: dict) -> dict[str, dict]:
+    """The inverse of :func:`fold`: a committed table back into per-release entries, so that
+    new releases can be added without running the old ones again."""
+    releases = data["releases"]
+    index = {v: i for i, v in enumerate(releases)}
+    out: dict[str, dict] = {v: {"parser": None, "options": {}, "probes": {}} for v in releases}
+
+    def spread(segments):
+        for seg in segments:
+            body = {k: val for k, val in seg.items() if k not in ("first", "last")}
+            for v in releases[index[seg["first"]]: index[seg["last"]] + 1]:
+                yield v, body
+
+    for v, body in spread(data["parser"]):
+        out[v]["parser"] = body
+    for table in ("options", "probes"):
+        for key, segments in data[table].items():
+            for v, body in spread(segments):
+                out[v][table][key] = body
+    return out
+
+
+def fold(per: dict[str, dict], failed: dict[str, str]) -> dict:
+    """Per-release entries folded into the committed table: contiguous runs of identical
+    entries become one segment."""
+    releases = sorted(per, key=_version_key)
+    failed = {v: why for v, why in failed.items() if v not in per}
+    option_names = sorted({k for v in releases for k in per[v]["options"]})
+    probe_names = PROBES + sorted({p for v in releases for p in per[v]["probes"]} - set(PROBES))
     return {
         "generator": "tools/gen_vllm_options.py",
         "releases": releases,
         "failed": dict(sorted(failed.items(), key=lambda kv: _version_key(kv[0]))),
-        "parser": _segments(releases, parser_per),
-        "options": options,
-        "probes": probes,
+        "parser": _segments(releases, {v: per[v]["parser"] for v in releases}),
+        "options": {k: _segments(releases, {v: per[v]["options"][k] for v in releases if k in per[v]["options"]})
+                    for k in option_names},
+        "probes": {p: _segments(releases, {v: per[v]["probes"][p] for v in releases if p in per[v]["probes"]})
+                   for p in probe_names},
     }
+
+
+def assemble(results: dict[str, dict], failed: dict[str, str], lib_versions: str) -> dict:
+    failed = dict(failed)
+    for v, r in results.items():
+        if "error" in r:
+            failed[v] = r["error"][-1500:]
+    return fold(per_release(results, lib_versions), failed)
 
 
 def dump(data: dict) -> str:
@@ -1336,7 +1392,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sdists", type=Path, required=True, help="folder holding the unpacked sdists")
-    ap.add_argument("--out", type=Path, help="JSON file to write")
+    ap.add_argument("--out", type=Path, default=DATA_FILE if "--update" in argv else None,
+                    help="JSON file to write (with --update: the table to extend, by default the committed one)")
     ap.add_argument("--download", action="store_true", help="fetch + unpack sdists from PyPI first")
     ap.add_argument("--min", default="0.6.0", help="oldest release to use (default 0.6.0)")
     ap.add_argument("--only", help="comma-separated releases to run (prints, does not write)")
@@ -1344,11 +1401,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=int, default=600, help="seconds per release")
     ap.add_argument("--keep", type=Path, help="keep raw per-release results and logs here")
     ap.add_argument("--reuse", type=Path, help="take raw per-release results from this --keep folder")
+    ap.add_argument("--update", action="store_true",
+                    help="add only the releases on PyPI that --out lacks (downloads them into --sdists)")
     ap.add_argument("--seeds", type=int, default=8,
                     help="PYTHONHASHSEEDs 0..N-1 to run the main pass under (default 8)")
     args = ap.parse_args(argv)
     global REUSE
     REUSE = args.reuse
+    if args.update:
+        return update(args)
     if args.download:
         download(args.sdists, args.min)
     found = find_releases(args.sdists)
@@ -1359,6 +1420,17 @@ def main(argv: list[str] | None = None) -> int:
     missing = args.sdists / "missing.json"
     if missing.is_file() and not args.only:
         failed.update(json.loads(missing.read_text()))
+    results = _run_all(versions, found, args)
+    data = assemble(results, failed, _lib_versions())
+    if args.out and not args.only:
+        _write(args.out, data)
+    else:
+        print(json.dumps({"releases": data["releases"], "failed": data["failed"],
+                          "parser": data["parser"]}, indent=1))
+    return 0
+
+
+def _run_all(versions: list[str], found: dict[str, Path], args) -> dict[str, dict]:
     from concurrent.futures import ThreadPoolExecutor
 
     def one(v):
@@ -1368,16 +1440,51 @@ def main(argv: list[str] | None = None) -> int:
         return v, r
 
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        results = dict(pool.map(one, versions))
-    data = assemble(results, failed, _lib_versions())
-    if args.out and not args.only:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(dump(data))
-        print(f"wrote {args.out} ({args.out.stat().st_size} bytes, {len(data['releases'])} releases, "
-              f"{len(data['failed'])} failed)", file=sys.stderr)
-    else:
-        print(json.dumps({"releases": data["releases"], "failed": data["failed"],
-                          "parser": data["parser"]}, indent=1))
+        return dict(pool.map(one, versions))
+
+
+def _write(out: Path, data: dict) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(dump(data))
+    print(f"wrote {out} ({out.stat().st_size} bytes, {len(data['releases'])} releases, "
+          f"{len(data['failed'])} failed)", file=sys.stderr)
+
+
+def update(args) -> int:
+    """Add the releases on PyPI that the committed table lacks, keeping its other entries.
+
+    The newest release already in the table is run again as a control: if this machine's run of
+    it differs from the committed entries (another interpreter or pydantic, a generator change),
+    nothing is written, since the new releases would be judged differently from the old ones;
+    then regenerate every release (the commands in the module docstring)."""
+    out = args.out
+    data = json.loads(out.read_text(encoding="utf-8"))
+    known = frozenset(data["releases"]) | frozenset(data["failed"])
+    control = data["releases"][-1]
+    missing = download(args.sdists, args.min, skip=known - {control})
+    found = find_releases(args.sdists)
+    new = sorted((v for v in found if v not in known and _version_key(v) >= _version_key(args.min)),
+                 key=_version_key)
+    missing = {v: why for v, why in missing.items() if v not in known}
+    if not new and not missing:
+        print(f"{out}: no release newer than the table's on PyPI (newest {control})", file=sys.stderr)
+        return 0
+    results = _run_all([control] + new, found, args)
+    per = unfold(data)
+    again = per_release({control: results[control]}, _lib_versions()).get(control)
+    if again != per[control]:
+        diff = sorted(k for t in ("options", "probes") for k in set(per[control][t]) | set((again or {}).get(t, {}))
+                      if per[control][t].get(k) != (again or {}).get(t, {}).get(k))
+        print(f"control run of {control} differs from the committed table "
+              f"({'parser' if again and again['parser'] != per[control]['parser'] else ''} {diff[:10]}): "
+              "not written; regenerate every release instead", file=sys.stderr)
+        return 1
+    failed = dict(data["failed"], **missing)
+    for v in new:
+        if "error" in results[v]:
+            failed[v] = results[v]["error"][-1500:]
+    per.update(per_release({v: results[v] for v in new}, _lib_versions()))
+    _write(out, fold(per, failed))
     return 0
 
 

@@ -27,7 +27,10 @@ check errs on the safe side. :func:`lookup` returns the note that says what was 
 :func:`resolve` returns just the card and the count. ``H200`` carries no note: it is also the
 SXM part's driver name (``NVIDIA H200``), which normalizes to the same key.
 :func:`by_product_label` reads the Kubernetes ``nvidia.com/gpu.product`` label, which GPU
-feature discovery builds from the driver's device name (spaces become dashes).
+feature discovery builds from the driver's device name (spaces become dashes);
+:func:`by_node_label` also reads GKE's ``cloud.google.com/gke-accelerator`` values
+(``nvidia-l4``, ``nvidia-tesla-a100``), whose names are GKE's own (``gke_accelerators`` in the
+JSON, from Google's GPU documentation).
 """
 
 from __future__ import annotations
@@ -234,3 +237,42 @@ def by_product_label(label: str) -> GpuModel:
     if found is None:
         raise _unknown(label or "")
     return found[0]
+
+
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"  # GKE's node label naming the node pool's GPU
+
+
+def by_gke_accelerator(value: str) -> tuple[GpuModel, str | None]:
+    """The card behind a GKE ``cloud.google.com/gke-accelerator`` value (``nvidia-h100-mega-80gb``)
+    and the note saying which part GKE means; UnknownGpu for a value the table lacks."""
+    table = _catalog()["gke_accelerators"]["values"]
+    entry = table.get(value.strip().lower()) if isinstance(value, str) else None
+    if entry is None:
+        from sits_doctor.rule import closest
+
+        near = closest(str(value), table, cutoff=0.6)
+        raise UnknownGpu(f"unknown GKE accelerator {value!r}" + (f"; did you mean {near!r}?" if near else ""))
+    return get(entry["gpu"]), entry.get("note")
+
+
+def by_node_label(label: str, value: str) -> tuple[GpuModel, str | None]:
+    """The card a node label names: GKE's accelerator label or GPU feature discovery's
+    ``nvidia.com/gpu.product`` (and any other card name), with a note on what was assumed."""
+    if label == GKE_ACCELERATOR_LABEL:
+        return by_gke_accelerator(value)
+    return by_product_label(value), None
+
+
+def smallest(names) -> tuple[int, GpuModel] | None:
+    """Of several card names (any of which a scheduler may pick), the index and card with the
+    least memory; None when one of them is not in the catalog (then the smallest is unknown)."""
+    found = []
+    for i, name in enumerate(names):
+        model = find(name)
+        if model is None:
+            return None
+        found.append((model.memory_bytes_effective().value, i, model))
+    if not found:
+        return None
+    _, i, model = min(found, key=lambda t: (t[0], t[1]))
+    return i, model

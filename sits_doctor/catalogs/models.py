@@ -18,6 +18,8 @@ by the exact hub id and holds:
   the copies that corroborate it. ``notes`` say which keys were left out and why.
 
 Lookup is by exact id, case-insensitively; no revision suffixes, no fuzzy matching.
+:func:`lookup_renamed` also follows the repositories Hugging Face renamed (:data:`RENAMED`; the
+old id redirects to the new one on the Hub), in either direction, and says so.
 
 Included (43): Llama 2 7B/13B/70B (``-hf``); Meta-Llama-3-8B-Instruct; Meta-Llama-3.1
 8B/70B/405B (base) and Llama-3.1-8B/70B-Instruct; Llama-3.2-1B/3B-Instruct;
@@ -122,3 +124,39 @@ def lookup(hub_id: str) -> CatalogModel | None:
         sources=list(entry["sources"]),
         notes=entry.get("notes"),
     )
+
+
+# Repositories renamed on the Hub: old id -> current id (the old page redirects). Meta moved the
+# Llama 3.1 repositories from ``Meta-Llama-3.1-*`` to ``Llama-3.1-*``, the names Llama 3.2 and later
+# use; Llama 3 (``Meta-Llama-3-8B-Instruct``) kept its name. Sources: LiveCodeBench/LiveCodeBench#105
+# and oumi-ai/oumi#1357 (the renames, each old page redirecting), snowflakedb/ArcticTraining#39
+# (https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/commit/38ff4e01a70559264c95945aa04b900a11e68422).
+RENAME_SOURCES = (
+    "https://github.com/LiveCodeBench/LiveCodeBench/pull/105",
+    "https://github.com/oumi-ai/oumi/pull/1357",
+)
+RENAMED: dict[str, str] = {
+    f"meta-llama/Meta-Llama-3.1-{size}": f"meta-llama/Llama-3.1-{size}"
+    for size in ("8B", "8B-Instruct", "70B", "70B-Instruct", "405B", "405B-Instruct", "405B-FP8",
+                 "405B-Instruct-FP8")
+}
+
+
+def lookup_renamed(hub_id: str) -> tuple[CatalogModel, str] | None:
+    """The entry for a renamed repository written under its other name (old or current), with
+    a sentence saying which name the catalog holds it under; None when neither is in the catalog."""
+    if not isinstance(hub_id, str):
+        return None
+    key = hub_id.lower()
+    old = {o.lower(): o for o in RENAMED}
+    new = {n.lower(): o for o, n in RENAMED.items()}
+    if key in old:
+        other = RENAMED[old[key]]
+        why = f"{hub_id} was renamed {other} on the Hugging Face Hub"
+    elif key in new:
+        other = new[key]
+        why = f"{hub_id} is the Hugging Face Hub's current name of {other}"
+    else:
+        return None
+    entry = lookup(other)
+    return (entry, why) if entry is not None else None

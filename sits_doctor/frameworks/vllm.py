@@ -4,7 +4,7 @@ default, version cut-off and replacement that sits-doctor knows.
 Loaders (sniffing, coercion, Helm mapping), rules and tools import from here; nothing else
 writes a vLLM option name or version literal (tests/test_knowledge_home.py keeps it so).
 
-Sources: the vLLM source releases 0.5.5 … 0.33.0 (``vllm/engine/arg_utils.py``,
+Sources: the vLLM source releases 0.5.5 … :data:`NEWEST` (``vllm/engine/arg_utils.py``,
 ``vllm/entrypoints/openai/cli_args.py``, ``vllm/utils/argparse_utils.py``, ``vllm/config/``);
 presence of each flag per release is in tests/data/vllm_flags.json (tools/scan_vllm_flags.py).
 """
@@ -27,7 +27,17 @@ YARN_EXEMPT = "0.30.0"  # yarn/deepseek_yarn no longer scale the derived max_mod
 GEMMA3_EXEMPT = "0.8.0"  # gemma3 models skip RoPE scaling of max_model_len
 SERVER_PARSER_MODEL_TAG = "0.10.0"  # make_arg_parser adds the optional positional model_tag (nargs="?")
 
-NEWEST = "0.33.0"  # the newest release this module's tables cover
+
+def _newest_release() -> str:
+    """The newest release in data/vllm_options.json (tools/gen_vllm_options.py --update adds new
+    ones): the tables, and so this module, cover releases up to it."""
+    import json
+    from pathlib import Path
+
+    return json.loads((Path(__file__).parent / "data" / "vllm_options.json").read_text(encoding="utf-8"))["releases"][-1]
+
+
+NEWEST = _newest_release()  # the newest release this module's tables cover
 ENV_ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 ENV_ATTENTION_BACKEND = "VLLM_ATTENTION_BACKEND"
 SERVE_SUBCOMMAND = "serve"
@@ -78,6 +88,7 @@ OPTIONS: dict[str, Option] = {o.name: o for o in (
     _o("gpu_memory_utilization", "float", helm="gpuMemoryUtilization"),
     _o("kv_cache_dtype"), _o("block_size", "int", generic=True), _o("kv_cache_memory_bytes", "int"),
     _o("num_gpu_blocks_override", "int"), _o("cpu_offload_gb", "float"),
+    _o("enable_extensible_kv_cache", "bool"),
     _o("enable_prefix_caching", "bool", default_on=V1_DEFAULT),
     _o("swap_space", "float", instead="remove it (no CPU swap space in the V1 engine)"),
     _o("calculate_kv_scales", "bool", instead="remove it; fp8 KV without checkpoint k/v scales uses scale 1.0", drop="unsafe"),
@@ -178,6 +189,25 @@ def is_official_image(name: str) -> bool:
 SIZING = ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
           "kv_cache_dtype", "kv_cache_memory_bytes", "max_num_seqs", "max_num_batched_tokens", "block_size",
           "quantization", "dtype", "enforce_eager", "hf_overrides")
+# Options that move memory in ways the memory model does not follow (weights offloaded to CPU
+# memory, vllm/model_executor/models/utils.py maybe_offload_to_cpu): set, the memory rules say
+# they cannot check rather than count the offloaded weights on the GPU.
+NOT_MODELLED = {"cpu_offload_gb": "offloads that many GB of weights per GPU to CPU memory, which sits-doctor's "
+                                  "memory model does not count"}
+
+
+def sizing_unknown(plan) -> list[str]:
+    """Why the memory of this plan cannot be sized: sizing options from an unresolved variable
+    or template, and set options whose effect the memory model does not follow."""
+    out = [f"{s.raw_key} is {str(s.raw)!r}, a variable or template this file does not set ({s.prov})"
+           for k, s in plan.settings.items() if s.templated and k.partition(".")[0] in SIZING]
+    for key, why in NOT_MODELLED.items():
+        s = plan.settings.get(key)
+        if s is not None and (s.templated or s.value not in (0, 0.0, None)):
+            out.append(f"{s.raw_key} {s.raw!r} ({s.prov}) {why}")
+    return out
+
+
 KV_CACHE_DTYPE = "kv_cache_dtype"
 KV_CACHE_MEMORY_BYTES = "kv_cache_memory_bytes"  # sizes the pool directly: no memory profiling decides it
 PREFIX_CACHING = "enable_prefix_caching"
@@ -267,15 +297,75 @@ def yaml_false_dropped(setting, version) -> bool:
     return not (setting.key in STORE_BOOLEAN and setting.raw_key == setting.key and V(low) <= ver < V(high))
 
 
-# --- effective serving facts ------------------------------------------------------------------
-GPU_MEMORY_UTILIZATION_092 = "0.20.0"  # default 0.92 from here (0.90 before)
+# --- options a release accepts but does not act on (SITS204 reports them) -------------------
+class Ignored(NamedTuple):
+    """An option the parser accepts that changes nothing in the releases ``first`` … ``last``
+    (``last`` None: up to the newest known), unless ``unless`` (another option) is on."""
+
+    first: str
+    last: str | None
+    why: str
+    source: str
+    unless: str | None = None
 
 
-def utilization_default(version: str) -> float:
-    """``gpu_memory_utilization`` when it is not set, for this release."""
+LORA_SOURCE = ("vllm/engine/arg_utils.py EngineArgs.create_engine_config (lora_config = LoRAConfig(...) "
+               "if self.enable_lora else None) @0.9.2, @0.10.0, @0.17.1, @0.33.0, @0.34.0")
+_LORA_ONLY = "vLLM builds its LoRA config only with --enable-lora; without it this setting is dropped"
+IGNORED: dict[str, Ignored] = {
+    "swap_space": Ignored(
+        "0.11.0", "0.17.1",
+        "the V1 engine, the only one from 0.11.0, keeps no CPU swap space: the value is read only by the "
+        "startup check that it fits in CPU memory (\"Too large swap space\")",
+        "vllm/config/cache.py@0.17.1 CacheConfig.verify_with_parallel_config; the V0 workers that allocated it "
+        "(vllm/worker/worker.py num_cpu_blocks = swap_space_bytes // ...) are in 0.10.2 and gone in 0.11.0; "
+        "0.8.0-0.10.2 still fall back to V0 (EngineArgs._is_v1_supported_oracle)"),
+    **{name: Ignored("0.9.2", None, _LORA_ONLY, LORA_SOURCE, unless="enable_lora")
+       for name in ("max_loras", "max_lora_rank", "max_cpu_loras", "fully_sharded_loras")},
+}
+
+
+def ignored_at(name: str, version: str, plan=None) -> Ignored | None:
+    """Why ``version`` accepts option ``name`` and does nothing with it (None when it acts on it,
+    or when that was not checked for this release)."""
     from sits_doctor.versions import V
 
+    entry = IGNORED.get(name)
+    if entry is None or V(version) < V(entry.first) or (entry.last is not None and V(version) > V(entry.last)):
+        return None
+    if entry.unless is not None:
+        on = plan.get(entry.unless) if plan is not None else None
+        if plan is None or (on is not None and (on.templated or on.value is not False)):
+            return None  # the option it depends on is on (or may be)
+    return entry
+
+
+# --- effective serving facts ------------------------------------------------------------------
+GPU_MEMORY_UTILIZATION_092 = "0.20.0"  # default 0.92 from here (0.90 before)
+# From 0.34 the KV cache is "extensible" by default on CUDA and ROCm (sized from measured memory)
+# and an unset gpu_memory_utilization resolves to 1.0; 0.92 where that cache is off
+# (vllm/config/cache.py@0.34.0 CacheConfig.resolved_gpu_memory_utilization,
+# vllm/config/vllm.py@0.34.0 VllmConfig._resolve_extensible_kv_cache).
+EXTENSIBLE_KV_CACHE = "0.34.0"
+EXTENSIBLE_KV_CACHE_OFF_BY = ("kv_cache_memory_bytes", "num_gpu_blocks_override")  # these turn it off
+
+
+def utilization_default(version: str, plan=None) -> float:
+    """``gpu_memory_utilization`` when it is not set, for this release (and plan: from 0.34 the
+    default depends on whether the extensible KV cache is on)."""
+    from sits_doctor.versions import V
+
+    if V(version) >= V(EXTENSIBLE_KV_CACHE) and not _extensible_kv_cache_off(plan):
+        return 1.0
     return 0.92 if V(version) >= V(GPU_MEMORY_UTILIZATION_092) else 0.90
+
+
+def _extensible_kv_cache_off(plan) -> bool:
+    if plan is None:
+        return False
+    if plan.value("enable_extensible_kv_cache") is False:
+        return True
+    return any(plan.value(k) is not None for k in EXTENSIBLE_KV_CACHE_OFF_BY)
 DEFAULT_BLOCK_SIZE = 16  # CacheConfig.DEFAULT_BLOCK_SIZE
 ARG_UTILS = "vllm/engine/arg_utils.py"
 BATCH_DEFAULTS_NOTE = ("depends on the GPU (EngineArgs.get_batch_defaults: 1024 sequences and 8192 batched "
@@ -320,7 +410,7 @@ def effective(plan, target, model_dims=None):
     cuda_graphs = (Value(False, why.prov, why.setting) if graphs_off and why is not None
                    else Value.derived(True, f"CUDA graphs are on unless --enforce-eager, -O0 or cudagraph_mode NONE "
                                             f"(vLLM {version})"))
-    util_default = utilization_default(version)
+    util_default = utilization_default(version, plan)
     backend = val("attention_backend", None, "attention_config.backend")
     env_backend = plan.env.get(ENV_ATTENTION_BACKEND)
     if backend is None and env_backend is not None and not env_backend.templated and ver < V(ATTENTION_BACKEND_ENV_IGNORED):
@@ -349,7 +439,8 @@ def effective(plan, target, model_dims=None):
         pipeline_parallel=val("pipeline_parallel_size", default(1)),
         data_parallel=val("data_parallel_size", default(1)),
         expert_parallel=val("enable_expert_parallel", default(False)),
-        memory_fraction=val("gpu_memory_utilization", default(util_default)),
+        memory_fraction=val("gpu_memory_utilization", default(util_default, ARG_UTILS if util_default < 1.0 else
+                            "vllm/config/cache.py resolved_gpu_memory_utilization: the extensible KV cache is on")),
         enforce_eager=eager,
         cuda_graphs=cuda_graphs,
         cudagraph_mode=mode,
@@ -400,6 +491,11 @@ COMPILATION_LEVEL_GONE = "0.18.0"  # CompilationConfig.level no longer accepted 
 COMPILATION_LEVEL = "compilation_config.level"
 MAX_MODEL_LEN_AUTO = "0.14.0"  # --max-model-len auto (human_readable_int_or_auto)
 KWARGS = "vllm-kwargs"  # a plan whose settings are EngineArgs keyword arguments (Ray Serve LLM engine_kwargs)
+# What Ray Serve LLM raises for an engine_kwargs key that is neither an AsyncEngineArgs nor a
+# FrontendArgs field of the installed vLLM, before vLLM parses anything
+# (python/ray/llm/_internal/serve/engines/vllm/vllm_models.py VLLMEngineConfig.from_llm_config,
+# ray-project/ray@b4061b5).
+KWARGS_UNKNOWN = "Ray Serve LLM fails to start the deployment (ValueError: Unknown engine argument: {key})"
 BOOL_WORDS = ("true", "false")  # a separate word after a flag that takes none: a stray argument
 ENTRYPOINTS_WITH_SERVE_PARSER = ("vllm serve", "python -m vllm.entrypoints.openai.api_server", "vllm image entrypoint")
 

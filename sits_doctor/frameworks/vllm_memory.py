@@ -14,7 +14,8 @@ Read in the release sources (links as github.com/vllm-project/vllm/blob/v<releas
 - The pool is cut into blocks of ``block_size`` tokens (``vllm/v1/core/kv_cache_utils.py``); the
   engine refuses to start when one ``max_model_len`` request does not fit
   (``check_enough_kv_cache_memory``; ``_check_enough_kv_cache_memory`` in 0.33's
-  ``kv_cache_planning.py``).
+  ``kv_cache_planning.py``). From 0.34 its advice depends on the extensible KV cache (on by
+  default on CUDA and ROCm; ``_more_kv_cache_memory_hint`` in ``vllm/v1/core/kv_cache_planning.py@0.34.0``).
 
 Activation and non-torch memory are measured by vLLM at startup, not written in any config, so
 sits-doctor gives a range: each assumption is named in the result.
@@ -37,6 +38,23 @@ HYBRID_TOKENS_BY_CONCURRENCY = "0.20.1"  # "GPU KV cache size" = max_concurrency
 # The release is assumed: the first after the allocator (RFC vllm-project/vllm#11382) landed.
 SLIDING_CHECKED_BY_WINDOW = "0.10.0"
 MESSAGE_TYPO_FIXED = "0.22.0"  # "models's max seq len" before
+HINT_BY_KV_CACHE_MODE = "0.34.0"  # the startup check's advice names the extensible KV cache
+_OLD_HINT = ("Try increasing `gpu_memory_utilization` when initializing the engine (this flag also controls CPU "
+             "memory reservation on the CPU backend, despite its name).")
+
+
+def _hint(version: str, utilization: float, extensible: bool | None) -> str:
+    """What vLLM ≥0.34 tells the user to do when the KV cache does not fit
+    (``_more_kv_cache_memory_hint``, vllm/v1/core/kv_cache_planning.py@0.34.0); ``extensible``
+    None: on, the default on CUDA."""
+    if extensible is False:
+        return _OLD_HINT
+    if utilization < 1.0:
+        return (f"The KV cache gets what is left after the model and its activations within "
+                f"`gpu_memory_utilization`={utilization:g}; increase it (with the extensible KV cache it defaults to "
+                "1.0) or decrease `max_model_len` or `max_num_seqs`.")
+    return ("The extensible KV cache already takes all device memory left after the model and its activations; "
+            "decrease `max_model_len` or `max_num_seqs`, or the model needs a device with more memory.")
 V1_ENGINE = "0.8.0"
 # V0 turns chunked prefill on by itself for models longer than 32K tokens, so its profiling pass is
 # max_num_batched_tokens, not max_model_len (vllm-project/vllm#6666, merged 2024-07-23; the first
@@ -85,6 +103,7 @@ class Pool(NamedTuple):
     assumptions: tuple[str, ...]
     parts: tuple[tuple[str, float], ...] = ()  # the estimate of each term, in bytes per rank (for comparisons with logs)
     total_bytes: float = 0.0  # the GPU's memory (0: not given)
+    fixed_kv: bool = False  # sized by kv_cache_memory_bytes (no profiling; 0.34's extensible KV cache is off)
 
 
 def batched_tokens_default(version: str, memory_bytes: float, gpu_name: str, max_model_len: int | None,
@@ -165,7 +184,7 @@ def pool(*, version: str, memory_bytes: float, utilization: float, weights_bytes
                  f"in blocks of {block} (range {tokens[0]}–{tokens[2]})")
     parts.append(("kv", kv[1]))
     return Pool(tokens[0], tokens[1], tokens[2], kv_bytes_per_token, budget, weights, tuple(steps), tuple(assumptions),
-                tuple(parts), memory_bytes)
+                tuple(parts), memory_bytes, kv_cache_memory_bytes is not None)
 
 
 def _tokens(kv_bytes: float, per_token: float, block: int) -> int:
@@ -176,13 +195,15 @@ def _tokens(kv_bytes: float, per_token: float, block: int) -> int:
 
 
 def startup_check(max_model_len: int, p: Pool, version: str, *, need_bytes: float | None = None,
-                  full_bytes_per_token: float | None = None,
-                  fixed_bytes: float = 0.0) -> tuple[bool | None, str | None]:
+                  full_bytes_per_token: float | None = None, fixed_bytes: float = 0.0,
+                  extensible: bool | None = None) -> tuple[bool | None, str | None]:
     """Whether one request of ``max_model_len`` fits (True / False / None when the range straddles
     it), and the message vLLM prints when it does not. ``need_bytes``: what one request needs when
     its layers differ (sliding-window layers hold only their window: ``fixed_bytes`` of it), with
     ``full_bytes_per_token`` growing with the length."""
     need = max_model_len
+    if extensible is None and p.fixed_kv:
+        extensible = False  # kv_cache_memory_bytes turns the extensible KV cache off (vllm/config/vllm.py@0.34.0)
     hybrid = need_bytes is not None and bool(full_bytes_per_token)
     have = [t * p.kv_bytes_per_token for t in (p.low, p.estimate, p.high)]
     if hybrid:
@@ -202,6 +223,10 @@ def startup_check(max_model_len: int, p: Pool, version: str, *, need_bytes: floa
     if p.estimate <= 0:
         over = (f" (the weights, {p.weights_bytes / GIB:.2f} GiB per rank, already exceed gpu_memory_utilization's "
                 f"budget of {p.budget_bytes / GIB:.2f} GiB)" if p.weights_bytes >= p.budget_bytes else "")
+        ver = V(version)
+        if ver >= V(HINT_BY_KV_CACHE_MODE):
+            hint = _hint(version, p.budget_bytes / p.total_bytes if p.total_bytes else 1.0, extensible)
+            return False, f"No available memory for the cache blocks. {hint}" + over
         return False, ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
                        "initializing the engine." + over)
     ver = V(version)
@@ -209,17 +234,21 @@ def startup_check(max_model_len: int, p: Pool, version: str, *, need_bytes: floa
         return False, (f"The model's max seq len ({need}) is larger than the maximum number of tokens that can be "
                        f"stored in KV cache ({p.estimate}). Try increasing `gpu_memory_utilization` or decreasing "
                        "`max_model_len` when initializing the engine.")
+    hint = (_hint(version, p.budget_bytes / p.total_bytes if p.total_bytes else 1.0, extensible)
+            if ver >= V(HINT_BY_KV_CACHE_MODE) else None)
     if hybrid:
         longest = max(0, int((have[1] - fixed_bytes) // full_bytes_per_token))
-        return False, _too_long_message(version, need, need_bytes / GIB, have[1] / GIB, longest)
-    return False, _too_long_message(version, need, need * p.kv_bytes_per_token / GIB, have[1] / GIB, p.estimate)
+        return False, _too_long_message(version, need, need_bytes / GIB, have[1] / GIB, longest, hint)
+    return False, _too_long_message(version, need, need * p.kv_bytes_per_token / GIB, have[1] / GIB, p.estimate, hint)
 
 
-def _too_long_message(version: str, need: int, needed_gib: float, have_gib: float, longest: int) -> str:
+def _too_long_message(version: str, need: int, needed_gib: float, have_gib: float, longest: int,
+                      hint: str | None = None) -> str:
     from sits_doctor.versions import V
 
     whose = "model's" if V(version) >= V(MESSAGE_TYPO_FIXED) else "models's"
+    advice = (f"{hint} Decreasing `max_model_len` also reduces what is needed." if hint is not None else
+              "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
     return (f"To serve at least one request with the {whose} max seq len ({need}), ({needed_gib:.2f} GiB KV cache "
             f"is needed, which is larger than the available KV cache memory ({have_gib:.2f} GiB). Based on the "
-            f"available memory, the estimated maximum model length is {longest}. Try increasing "
-            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+            f"available memory, the estimated maximum model length is {longest}. {advice}")

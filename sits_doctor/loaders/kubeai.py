@@ -22,9 +22,25 @@ from sits_doctor.source import SourceDoc, join_pointer
 API_GROUP = "kubeai.org/"
 VLLM_ENGINE = "VLLM"
 ENTRY = "KubeAI: python3 -m vllm.entrypoints.openai.api_server"
-# Default resource profile names: "<vendor>-gpu-<card>" (nvidia-gpu-l4, nvidia-gpu-h100,
-# nvidia-gpu-a100-80gb, amd-gpu-mi300x); a profile of another name says nothing about the card.
-_PROFILE = re.compile(r"^(?:nvidia|amd)-gpu-(?P<card>[A-Za-z0-9-]+?)(?::(?P<count>\d+))?$")
+# The GPU behind every resource profile KubeAI's chart defines (charts/kubeai/values.yaml
+# resourceProfiles, and the nodeSelectors charts/kubeai/values-gke.yaml and values-eks.yaml give
+# them, substratusai/kubeai@2f32ef4): the catalog card each one gets.
+CHART = "substratusai/kubeai charts/kubeai/values.yaml resourceProfiles @2f32ef4"
+PROFILES: dict[str, str] = {
+    "nvidia-gpu-t4": "T4",
+    "nvidia-gpu-l4": "L4",  # GKE: nvidia-l4
+    "nvidia-gpu-l40s": "L40S",
+    "nvidia-gpu-h100": "H100-SXM-80GB",  # GKE: nvidia-h100-80gb
+    "nvidia-gpu-gh200": "GH200-96GB",  # the chart does not say which GH200: the smaller memory
+    "nvidia-gpu-a100-80gb": "A100-SXM-80GB",  # GKE: nvidia-a100-80gb
+    "nvidia-gpu-a100-40gb": "A100-SXM-40GB",  # GKE: nvidia-tesla-a100
+    "nvidia-gpu-a16": "A16-16GB",  # one of the board's four GPUs (nvidia.com/gpu: 1)
+    "nvidia-gpu-rtx4070-8gb": "RTX-4070-Laptop-8GB",  # 8 GB: the laptop part (the desktop card has 12)
+    "amd-gpu-mi300x": "MI300X",
+}
+# Profile names outside the chart that follow its pattern, "<vendor>-gpu-<card>" (a profile a user
+# added, nvidia-gpu-h200): the card is read from the name; a profile of another name says nothing.
+_PROFILE = re.compile(r"^(?P<name>(?:nvidia|amd)-gpu-(?P<card>[A-Za-z0-9-]+?))(?::(?P<count>\d+))?$")
 
 
 def is_kubeai_model(data: Any) -> bool:
@@ -105,7 +121,8 @@ def _hardware(doc: SourceDoc, profile: Any, pointer: str) -> dict[str, Setting]:
         return {}
     prov = Provenance.at(doc, pointer)
     site = Site("mapping", doc, pointer)
-    out = {"gpu_product": Setting(key="gpu_product", raw_key="resourceProfile", value=m["card"], raw=profile,
+    card = PROFILES.get(m["name"].lower(), m["card"])
+    out = {"gpu_product": Setting(key="gpu_product", raw_key="resourceProfile", value=card, raw=profile,
                                   prov=prov, site=site)}
     if m["count"]:
         out["gpu_count"] = Setting(key="gpu_count", raw_key="resourceProfile", value=m["count"], raw=profile,

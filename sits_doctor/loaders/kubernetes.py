@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from sits_doctor.catalogs.gpus import GKE_ACCELERATOR_LABEL  # GKE's node label (nvidia-l4, nvidia-tesla-a100)
 from sits_doctor.loaders.commands import image_setting, words
 from sits_doctor.loaders.vllm import plan_from_command
 from sits_doctor.plan import Plan, Provenance, Setting, Site
@@ -85,12 +86,14 @@ def container_plan(doc: SourceDoc, container: dict, pointer: str, label: str) ->
 
 GPU_RESOURCE = "nvidia.com/gpu"  # the NVIDIA device plugin's resource name
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # GPU feature discovery's node label
+GPU_LABELS = (GPU_PRODUCT_LABEL, GKE_ACCELERATOR_LABEL)  # the first a pod selects names its GPU
 
 
 def gpu_request(doc: SourceDoc, container: dict, pointer: str) -> dict[str, Setting]:
     """What the manifest says about the GPUs: ``gpu_count`` from the container's
     ``resources.limits`` (else ``requests``) ``nvidia.com/gpu``, ``gpu_product`` from the pod's
-    ``nodeSelector`` (or a required node-affinity term) on ``nvidia.com/gpu.product``."""
+    ``nodeSelector`` (or a required node-affinity term) on ``nvidia.com/gpu.product``, else on
+    GKE's ``cloud.google.com/gke-accelerator``."""
     out: dict[str, Setting] = {}
     resources = container.get("resources") if isinstance(container.get("resources"), dict) else {}
     for section in ("limits", "requests"):
@@ -103,17 +106,19 @@ def gpu_request(doc: SourceDoc, container: dict, pointer: str) -> dict[str, Sett
     pod = _at(doc.data, pod_pointer)
     if isinstance(pod, dict):
         selector = pod.get("nodeSelector")
-        if isinstance(selector, dict) and isinstance(selector.get(GPU_PRODUCT_LABEL), str):
-            ptr = join_pointer(join_pointer(pod_pointer, "nodeSelector"), GPU_PRODUCT_LABEL)
-            out["gpu_product"] = _setting(doc, ptr, GPU_PRODUCT_LABEL, selector[GPU_PRODUCT_LABEL])
-        else:
-            found = _affinity_product(pod, pod_pointer)
+        for label in GPU_LABELS:
+            if isinstance(selector, dict) and isinstance(selector.get(label), str):
+                ptr = join_pointer(join_pointer(pod_pointer, "nodeSelector"), label)
+                out["gpu_product"] = _setting(doc, ptr, label, selector[label])
+                break
+            found = _affinity_product(pod, pod_pointer, label)
             if found is not None:
-                out["gpu_product"] = _setting(doc, found[0], GPU_PRODUCT_LABEL, found[1])
+                out["gpu_product"] = _setting(doc, found[0], label, found[1])
+                break
     return out
 
 
-def _affinity_product(pod: dict, pod_pointer: str) -> tuple[str, str] | None:
+def _affinity_product(pod: dict, pod_pointer: str, label: str = GPU_PRODUCT_LABEL) -> tuple[str, str] | None:
     terms = (((pod.get("affinity") or {}).get("nodeAffinity") or {})
              .get("requiredDuringSchedulingIgnoredDuringExecution") or {}).get("nodeSelectorTerms")
     if not isinstance(terms, list):
@@ -122,7 +127,7 @@ def _affinity_product(pod: dict, pod_pointer: str) -> tuple[str, str] | None:
     for i, term in enumerate(terms):
         exprs = term.get("matchExpressions") if isinstance(term, dict) else None
         for j, e in enumerate(exprs if isinstance(exprs, list) else []):
-            if (isinstance(e, dict) and e.get("key") == GPU_PRODUCT_LABEL and e.get("operator") == "In"
+            if (isinstance(e, dict) and e.get("key") == label and e.get("operator") == "In"
                     and isinstance(e.get("values"), list) and len(e["values"]) == 1 and isinstance(e["values"][0], str)):
                 return f"{base}/{i}/matchExpressions/{j}/values/0", e["values"][0]
     return None

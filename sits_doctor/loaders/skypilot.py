@@ -82,21 +82,61 @@ def _native(doc: SourceDoc, hardware: dict[str, Setting], nodes: Any) -> dict[st
 
 
 def _accelerators(doc: SourceDoc, resources: Any) -> dict[str, Setting]:
-    """``accelerators: H100:8`` or ``{H100: 8}``; a list or set of alternatives names no one card."""
+    """``accelerators: H100:8`` or ``{H100: 8}``; a set of alternatives (``{A10G: 1, L4: 1}``,
+    ``[A100:1, H100:1]``: SkyPilot takes whichever it finds) is sized for its member with the
+    least memory, and the value says so."""
     if not isinstance(resources, dict) or "accelerators" not in resources:
         return {}
     value, pointer = resources["accelerators"], "/resources/accelerators"
-    if isinstance(value, dict) and len(value) == 1:
-        (card, count), = value.items()
-        pointer = join_pointer(pointer, card)
-    elif isinstance(value, str) and (m := _ACCELERATOR.match(value)):
-        card, count = m["card"], m["count"]
-    else:
+    members = _members(value, pointer)
+    if not members:
         return {}
+    note = None
+    if len(members) == 1:
+        (card, count, pointer), = members
+    else:
+        from sits_doctor.catalogs.gpus import smallest
+
+        found = smallest([m[0] for m in members])
+        if found is None:
+            return {}  # a member the catalog does not know: which is smallest is unknown
+        i, model = found
+        card, count, pointer = members[i]
+        listed = ", ".join(c if n is None else f"{c}:{n}" for c, n, _ in members)
+        named = card if model.name == card else f"{card} ({model.name})"
+        note = f"any of {listed}: sized for the one with the least memory, {named}"
     prov, site = Provenance.at(doc, pointer), Site("mapping", doc, pointer)
-    out = {"gpu_product": Setting(key="gpu_product", raw_key="accelerators", value=str(card), raw=value,
-                                  prov=prov, site=site, templated=pointer in doc.templated)}
+    out = {"gpu_product": Setting(key="gpu_product", raw_key="accelerators", value=str(card),
+                                  raw=note if note else value, prov=prov, site=site,
+                                  templated=pointer in doc.templated)}
     if count is not None:
         out["gpu_count"] = Setting(key="gpu_count", raw_key="accelerators", value=str(count), raw=value,
                                    prov=prov, site=site)
+    return out
+
+
+def _members(value: Any, pointer: str) -> list[tuple[str, Any, str]]:
+    """(card, count or None, pointer) of each accelerator written: ``H100:8``, ``{H100: 8}``,
+    ``{A10G:1, L4:1}`` (YAML reads ``A10G:1`` as a key without value), ``[A100:1, H100:1]``."""
+    out: list[tuple[str, Any, str]] = []
+    if isinstance(value, str):
+        m = _ACCELERATOR.match(value)
+        return [(m["card"], m["count"], pointer)] if m else []
+    if isinstance(value, dict):
+        items = [(str(k), v, join_pointer(pointer, k)) for k, v in value.items()]
+    elif isinstance(value, list):
+        items = [(v, None, join_pointer(pointer, i)) for i, v in enumerate(value)]
+    else:
+        return []
+    for text, count, ptr in items:
+        if not isinstance(text, str):
+            return []
+        m = _ACCELERATOR.match(text)
+        if m is None:
+            return []
+        if m["count"] is not None:
+            if count is not None:
+                return []
+            count = m["count"]
+        out.append((m["card"], count, ptr))
     return out

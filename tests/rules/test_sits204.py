@@ -208,8 +208,15 @@ def test_fail_swap_space_in_k8s_args(tmp_path, monkeypatch, args, written):
     ]
 
 
-def test_pass_swap_space_in_k8s_args_on_0_17_1(tmp_path, monkeypatch):
-    assert k8s(tmp_path, monkeypatch, '"--swap-space", "4"', "0.17.1") == []
+def test_fail_swap_space_in_k8s_args_on_0_17_1_is_accepted_and_ignored(tmp_path, monkeypatch):
+    """0.17.1 still parses --swap-space, but its V1 engine keeps no swap space (issue 26)."""
+    (line,) = k8s(tmp_path, monkeypatch, '"--swap-space", "4"', "0.17.1")
+    assert line.startswith("k8s.yaml:11:36: SITS204 [warning] --swap-space is accepted by vLLM 0.17.1 but has no effect")
+
+
+def test_pass_swap_space_in_k8s_args_on_0_10_2(tmp_path, monkeypatch):
+    """0.10.2 still has the V0 engine (and falls back to it), which uses the swap space."""
+    assert k8s(tmp_path, monkeypatch, '"--swap-space", "4"', "0.10.2") == []
 
 
 def test_fail_version_from_image_tag_when_no_target(tmp_path, monkeypatch):
