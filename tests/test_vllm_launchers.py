@@ -39,7 +39,9 @@ def test_fix_writes_the_spelling_every_release_from_085_reads(tmp_path, hermetic
 def test_fix_without_a_pin_is_unsafe_and_says_why(tmp_path, hermetic):
     (fix,) = _fixes(tmp_path, "serve.sh", CHUNKED)
     assert fix.safety is Safety.UNSAFE
-    assert "no version pin" in fix.title and "parses on vLLM 0.8.5 … 0.33.0" in fix.title
+    from sits_doctor.frameworks.vllm import NEWEST
+
+    assert "no version pin" in fix.title and f"parses on vLLM 0.8.5 … {NEWEST}" in fix.title
     r = run_cli("fix", "serve.sh", "--isolated", cwd=tmp_path)  # safe fixes only: nothing changes
     assert "+vllm serve" not in r.stdout
 
@@ -432,8 +434,11 @@ def test_checked_counts_releases_and_knows_no_parser_before_the_data():
 
     releases = fw.parser_table()[0]
     assert _releases_accepting("--no-enable-chunked-prefill") == len(releases) - releases.index("0.8.5")
-    assert _releases_accepting("--disable-chunked-prefill") == 1 and _releases_accepting("--no-such-flag") == 0
-    assert accepted_by("--disable-chunked-prefill") == "0.33.0" and accepted_by("--no-such-flag") == "no release"
+    since = releases.index("0.33.0")  # the spelling --disable-chunked-prefill arrived in 0.33.0
+    assert _releases_accepting("--disable-chunked-prefill") == len(releases) - since
+    assert _releases_accepting("--no-such-flag") == 0
+    newer = "0.33.0" if since == len(releases) - 1 else f"0.33.0 … {releases[-1]}"
+    assert accepted_by("--disable-chunked-prefill") == newer and accepted_by("--no-such-flag") == "no release"
     fix = Fix("write --x", "f", (Edit(0, 1, "--x"),), Safety.SAFE)
     old = checked(fix, ["--no-enable-chunked-prefill"], Target("vllm", "0.5.3.post1", "t"))
     assert old.safety is Safety.DISPLAY and not old.edits and old.why_not.startswith("no parser data for vLLM 0.5.3.post1")
