@@ -231,3 +231,14 @@ def test_capacity_sizes_the_modelopt_sidecar(tmp_path):
     weights = row["weights_bytes"]
     assert weights / GIB == pytest.approx(weights_gib(str(tmp_path / "m" / "config.json")), rel=1e-6)
     assert 8.3 < weights / GIB < 8.6
+
+
+@pytest.mark.parametrize("quant", [{"quant_method": "gptq", "bits": 4, "group_size": 128},
+                                   {"quant_method": "fp8", "activation_scheme": "dynamic"}])
+def test_pass_vllm_reads_a_declared_quantization_config(tmp_path, monkeypatch, quant):
+    assert vllm_findings(tmp_path, monkeypatch, SERVE, "vllm==0.33.0", quant) == []
+
+
+def test_the_modelopt_layout_without_quant_method_is_told_its_method(tmp_path, monkeypatch):
+    (f,) = hf_findings(tmp_path, monkeypatch, MODELOPT_SIDECAR)
+    assert f.fix_hint == 'write the recipe into config.json\'s quantization_config with "quant_method": "modelopt"'
