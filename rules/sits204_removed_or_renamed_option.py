@@ -247,8 +247,8 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
         yield RULE.finding(
             plan, setting,
             f"{setting.raw_key} starts with a look-alike dash (U+{ord(setting.raw_key[0]):04X}), not '-': vLLM reads "
-            f"it as a positional argument, not {plain}; {ctx.target.name} fails to start (unrecognized arguments)",
-            evidence=evidence, fix_hint=f"write {plain} with ASCII hyphens",
+            f"it as a positional argument, not {plain}; {ctx.target.name} fails to start",
+            evidence=evidence, fix_hint=f"write {plain} with ASCII hyphens", quote=_argparse(setting),
             fixes=[edit.rename(setting, plain, f"write {plain} with ASCII hyphens", target=ctx.target)],
         )
         return
@@ -259,16 +259,17 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
         runs = fw.flag_history(flag)
         # a lenient server (parse_known_args) drops the word and starts: the option has no effect
         rejected = (fw.KWARGS_UNKNOWN.format(key=setting.raw_key) if plan.kind == fw.KWARGS
-                    else f"{ctx.target.name} rejects it at startup (unrecognized arguments)")
+                    else f"{ctx.target.name} rejects it at startup")
         outcome = f"{plan.lenient}: the option has no effect" if plan.lenient else rejected
         severity = Severity.WARNING if plan.lenient else None
+        said = _argparse(setting) if not plan.lenient and plan.kind != fw.KWARGS else None
         if not runs:
             if plan.entry not in fw.ENTRYPOINTS_WITH_SERVE_PARSER and plan.kind != "vllm-yaml" and not plan.lenient:
                 return  # another entrypoint's parser (the legacy api_server) has other options
             close = _did_you_mean(fw.normalize_flag(flag), set(fw.flags_at(release)))
             yield RULE.finding(
                 plan, setting, f"{shown} is not an option of vLLM {release}: {outcome}",
-                evidence=evidence, fix_hint=close or "remove it, or check the spelling", severity=severity,
+                evidence=evidence, fix_hint=close or "remove it, or check the spelling", severity=severity, quote=said,
             )
             return
         before = [r for r in runs if V(r[1]) < V(release)]
@@ -284,7 +285,8 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
                 f"{plan.lenient}: the option has no effect" if plan.lenient else
                 rejected if plan.kind == fw.KWARGS else f"{ctx.target.name} rejects it at startup")
             fixes = []
-        yield RULE.finding(plan, setting, message, evidence=evidence, fix_hint=hint, fixes=fixes, severity=severity)
+        yield RULE.finding(plan, setting, message, evidence=evidence, fix_hint=hint, fixes=fixes, severity=severity,
+                           quote=said)
         return
     if info.abbreviation:
         full = info.flag if setting.raw_key.startswith("-") else info.flag[2:]
@@ -313,6 +315,19 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             evidence=evidence, fix_hint=hint, severity=Severity.WARNING,
             fixes=[_removal_fix(setting, option, ctx.target)] if option is not None else [],
         )
+
+
+PYDANTIC_EXTRA = ("pydantic", "Extra inputs are not permitted (the LLM-API models are extra='forbid')")
+
+
+def _argparse(setting: Setting) -> tuple[str, str]:
+    """What vLLM's argument parser prints for words it does not know (argparse's error)."""
+    if setting.site is not None and setting.site.words:
+        words = " ".join(w.text for w in setting.site.words)
+    else:  # a --config YAML key: vLLM turns it into --key VALUE before parsing (a true flag alone)
+        flag = setting.raw_key if setting.raw_key.startswith("-") else f"--{setting.raw_key}"
+        words = flag if setting.raw is True else f"{flag} {setting.raw}"
+    return "argparse", f"error: unrecognized arguments: {words}"
 
 
 def _removal_fix(setting: Setting, option: fw.Option, target=None):
@@ -368,8 +383,8 @@ def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
             continue
         yield RULE.finding(
             plan, setting,
-            f"{flag} is not an option of trtllm-serve {release.version}{when}: {ctx.target.name} refuses to "
-            f"start (click: No such option: {flag})",
+            f"{flag} is not an option of trtllm-serve {release.version}{when}: {ctx.target.name} refuses to start",
+            quote=("click", f"Error: No such option: {flag}"),
             evidence=evidence, fix_hint=f"did you mean {close}?" if close else "remove it",
             fixes=[edit.rename(setting, close, f"rename {flag} to {close}", Safety.UNSAFE) if close
                    else edit.remove(setting, f"remove {flag}", Safety.UNSAFE)],
@@ -422,8 +437,8 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
                 continue
             yield RULE.finding(
                 plan, setting,
-                f"{key} is a pre-1.0 LLM-API option: {ctx.target.name} rejects unknown "
-                "keys at startup (pydantic extra='forbid')",
+                f"{key} is a pre-1.0 LLM-API option: {ctx.target.name} rejects unknown keys at startup",
+                quote=PYDANTIC_EXTRA,
                 evidence=evidence,
                 fix_hint=f"use {hint}" if hint else trt.MIXED_SAMPLER_GONE,
                 fixes=[edit.display(setting, f"migrate {key}", "the 1.x option lives in another section")],
@@ -517,7 +532,8 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
         yield RULE.finding(
             plan, where,
             f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {_starter(plan, ctx, where)} '
-            "refuses to start (pydantic extra='forbid')",
+            "refuses to start",
+            quote=PYDANTIC_EXTRA,
             evidence=evidence + assumed + [f"fields of {class_name} in {models}"],
             fix_hint=hint,
             fixes=[] if setting is None
@@ -549,9 +565,9 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
                 since = first_knowing(".".join(str(p) for p in path + [key]))
                 yield RULE.finding(
                     plan, Provenance.at(doc, pointer),
-                    f'unknown key "{key}" in {section}: ORT GenAI {judged.release} fails to load the config '
-                    f'(JSON Error: {section}: Unknown value "{key}")'
+                    f'unknown key "{key}" in {section}: ORT GenAI {judged.release} fails to load the config'
                     + (f"; ORT GenAI knows it from {since}" if since and since != judged.release else ""),
+                    quote=(f"ORT GenAI {judged.release}", f'JSON Error: {section}: Unknown value "{key}"'),
                     evidence=evidence, fix_hint=hint or (f"upgrade to ORT GenAI {since} or later, or remove it"
                                                          if since else "remove it"),
                 )

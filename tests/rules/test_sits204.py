@@ -70,7 +70,7 @@ def test_fail_removed_flag_on_first_version_without_it(tmp_path, monkeypatch, li
     found = findings(tmp_path, monkeypatch, "serve.yaml", f"model: ./m\n{line}\nserved-model-name: m\n", f"vllm=={first}")
     assert [f.render() for f in found] == [
         f"serve.yaml:2:1: SITS204 [error] {flag} was removed in vLLM {first}: vLLM {first} rejects it at "
-        "startup (unrecognized arguments)"
+        "startup"
     ]
     if hint:
         assert found[0].fix_hint == hint
@@ -118,7 +118,7 @@ def test_fail_calculate_kv_scales_deprecated(tmp_path, monkeypatch, version):
 def test_fail_calculate_kv_scales_removed(tmp_path, monkeypatch):
     assert serve(tmp_path, monkeypatch, "calculate-kv-scales: true", "0.28.0") == [
         "serve.yaml:2:1: SITS204 [error] --calculate-kv-scales was removed in vLLM 0.28.0: vLLM 0.28.0 rejects "
-        "it at startup (unrecognized arguments)"
+        "it at startup"
     ]
 
 
@@ -137,7 +137,7 @@ def test_fail_cuda_graph_sizes_deprecated_from_0_11_1(tmp_path, monkeypatch):
 def test_fail_cuda_graph_sizes_removed_on_0_13(tmp_path, monkeypatch):
     assert serve(tmp_path, monkeypatch, "cuda-graph-sizes: [8, 16]", "0.13.0") == [
         "serve.yaml:2:1: SITS204 [error] --cuda-graph-sizes was removed in vLLM 0.13.0: vLLM 0.13.0 rejects it "
-        "at startup (unrecognized arguments)"
+        "at startup"
     ]
 
 
@@ -148,7 +148,7 @@ def test_fail_cuda_graph_sizes_removed_on_0_13(tmp_path, monkeypatch):
     ("0.10.1", ["serve.yaml:2:1: SITS204 [warning] --task is deprecated since vLLM 0.10.1 and is gone in 0.13.0"]),
     ("0.12.0", ["serve.yaml:2:1: SITS204 [warning] --task is deprecated since vLLM 0.10.1 and is gone in 0.13.0"]),
     ("0.13.0", ["serve.yaml:2:1: SITS204 [error] --task was removed in vLLM 0.13.0: vLLM 0.13.0 rejects it at "
-                "startup (unrecognized arguments)"]),
+                "startup"]),
 ])
 def test_fail_or_pass_task_by_version(tmp_path, monkeypatch, version, expected):
     assert serve(tmp_path, monkeypatch, "task: generate", version) == expected
@@ -159,9 +159,9 @@ def test_fail_or_pass_task_by_version(tmp_path, monkeypatch, version, expected):
     ("0.16.0", ["serve.yaml:2:1: SITS204 [warning] --disable-log-requests is deprecated since vLLM 0.10.1 and is "
                 "gone in 0.17.0"]),
     ("0.17.0", ["serve.yaml:2:1: SITS204 [error] --disable-log-requests was removed in vLLM 0.17.0 (accepted "
-                "again from 0.33.0): vLLM 0.17.0 rejects it at startup (unrecognized arguments)"]),
+                "again from 0.33.0): vLLM 0.17.0 rejects it at startup"]),
     ("0.32.0", ["serve.yaml:2:1: SITS204 [error] --disable-log-requests was removed in vLLM 0.17.0 (accepted "
-                "again from 0.33.0): vLLM 0.32.0 rejects it at startup (unrecognized arguments)"]),
+                "again from 0.33.0): vLLM 0.32.0 rejects it at startup"]),
     # 0.33.0's parser generates --disable-X for every --enable-X flag (the false error of the old scan)
     ("0.33.0", []),
 ])
@@ -204,7 +204,7 @@ def k8s(tmp_path, monkeypatch, args: str, version: str, env: str = "", tag: str 
 def test_fail_swap_space_in_k8s_args(tmp_path, monkeypatch, args, written):
     assert k8s(tmp_path, monkeypatch, args, "0.18.0") == [
         f"k8s.yaml:11:36: SITS204 [error] {written} was removed in vLLM 0.18.0: vLLM 0.18.0 rejects it at "
-        "startup (unrecognized arguments)"
+        "startup"
     ]
 
 
@@ -225,7 +225,7 @@ def test_fail_version_from_image_tag_when_no_target(tmp_path, monkeypatch):
     report = check(["k8s.yaml"], CheckOptions(isolated=True, select=[CODE]))
     assert [f.render() for f in report.findings] == [
         "k8s.yaml:11:36: SITS204 [error] --swap-space was removed in vLLM 0.18.0: vLLM 0.18.0 rejects it at "
-        "startup (unrecognized arguments)"
+        "startup"
     ]
 
 
@@ -323,7 +323,7 @@ def test_fail_trtllm_pre_1_0_keys_on_1_0(tmp_path, monkeypatch):
     found = findings(tmp_path, monkeypatch, "extra.yaml", PRE_1_0, "trtllm==1.0.0")
     assert [f.render() for f in found] == [
         f"extra.yaml:{line}:1: SITS204 [error] {key} is a pre-1.0 LLM-API option: TensorRT-LLM 1.0.0 rejects "
-        "unknown keys at startup (pydantic extra='forbid')"
+        "unknown keys at startup"
         for line, key, _ in PRE_1_0_EXPECTED
     ]
     assert [f.fix_hint for f in found] == [hint for _, _, hint in PRE_1_0_EXPECTED]
@@ -348,11 +348,11 @@ def test_fail_trtllm_pytorch_backend_config_on_1_2(tmp_path, monkeypatch):
     found = findings(tmp_path, monkeypatch, "extra.yaml", text, "trtllm==1.2.0")
     assert [f.render() for f in found] == [
         "extra.yaml:1:1: SITS204 [error] pytorch_backend_config is a pre-1.0 LLM-API option: TensorRT-LLM 1.2.0 "
-        "rejects unknown keys at startup (pydantic extra='forbid')",
+        "rejects unknown keys at startup",
         "extra.yaml:2:3: SITS204 [error] pytorch_backend_config.use_cuda_graph is a pre-1.0 LLM-API option: "
-        "TensorRT-LLM 1.2.0 rejects unknown keys at startup (pydantic extra='forbid')",
+        "TensorRT-LLM 1.2.0 rejects unknown keys at startup",
         "extra.yaml:3:3: SITS204 [error] pytorch_backend_config.kv_cache_dtype is a pre-1.0 LLM-API option: "
-        "TensorRT-LLM 1.2.0 rejects unknown keys at startup (pydantic extra='forbid')",
+        "TensorRT-LLM 1.2.0 rejects unknown keys at startup",
     ]
     assert found[0].fix_hint == "use its fields at the top level (PyTorchConfig is no longer accepted)"
 
@@ -362,7 +362,7 @@ def test_fail_trtllm_interim_padding_enabled(tmp_path, monkeypatch):
     found = findings(tmp_path, monkeypatch, "extra.yaml", text, "trtllm==1.0.0")
     assert [f.render() for f in found] == [
         "extra.yaml:2:3: SITS204 [error] cuda_graph_config.padding_enabled is a pre-1.0 LLM-API option: "
-        "TensorRT-LLM 1.0.0 rejects unknown keys at startup (pydantic extra='forbid')"
+        "TensorRT-LLM 1.0.0 rejects unknown keys at startup"
     ]
     assert found[0].fix_hint == "use cuda_graph_config.enable_padding"
 
@@ -417,7 +417,7 @@ def test_fail_ortgenai_unknown_model_key_with_did_you_mean(genai):
     f = genai[5]
     assert f.render() == (
         'genai_config.json:5:5: SITS204 [error] unknown key "contxt_length" in model: ORT GenAI 0.18.0 fails to '
-        'load the config (JSON Error: model: Unknown value "contxt_length")'
+        'load the config'
     )
     assert f.fix_hint == 'did you mean "context_length"?'
 
@@ -426,7 +426,7 @@ def test_fail_ortgenai_unknown_decoder_key_without_close_match(genai):
     f = genai[8]
     assert f.render() == (
         'genai_config.json:8:7: SITS204 [error] unknown key "kv_cache_dtype" in model:decoder: ORT GenAI 0.18.0 fails '
-        'to load the config (JSON Error: model:decoder: Unknown value "kv_cache_dtype")'
+        'to load the config'
     )
     assert f.fix_hint == "remove it"
 
@@ -442,9 +442,9 @@ def test_fail_ortgenai_unknown_search_keys(tmp_path, monkeypatch):
     search = [f for f in found if f.location.line == 18]
     assert [(f.render(), f.fix_hint) for f in search] == [
         ('genai_config.json:18:34: SITS204 [error] unknown key "temprature" in search: ORT GenAI 0.18.0 fails to '
-         'load the config (JSON Error: search: Unknown value "temprature")', 'did you mean "temperature"?'),
+         'load the config', 'did you mean "temperature"?'),
         ('genai_config.json:18:53: SITS204 [error] unknown key "enable_cuda_graphs" in search: ORT GenAI 0.18.0 '
-         'fails to load the config (JSON Error: search: Unknown value "enable_cuda_graphs")', "remove it"),
+         'fails to load the config', "remove it"),
     ]
 
 
@@ -582,9 +582,9 @@ def test_trtllm_unknown_keys_from_the_release_models(tmp_path, monkeypatch):
     found = rendered(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.0.0")
     assert found == [
         "trt.yaml:3:3: SITS204 [error] kv_cache_config.enable_blok_reuse is not an option of TensorRT-LLM 1.0.0 "
-        "(KvCacheConfig): TensorRT-LLM 1.0.0 refuses to start (pydantic extra='forbid')",
+        "(KvCacheConfig): TensorRT-LLM 1.0.0 refuses to start",
         "trt.yaml:7:3: SITS204 [error] speculative_config.pytorch_weights_path is not an option of TensorRT-LLM "
-        "1.0.0 (EagleDecodingConfig): TensorRT-LLM 1.0.0 refuses to start (pydantic extra='forbid')",
+        "1.0.0 (EagleDecodingConfig): TensorRT-LLM 1.0.0 refuses to start",
     ]
     assert findings(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.0.0")[0].fix_hint == \
         'did you mean "enable_block_reuse"?'
