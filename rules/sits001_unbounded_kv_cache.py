@@ -138,8 +138,10 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
             title = f"set max_model_len to {low} (the most that fits the low estimate)"
             fixes.append(edit.replace_value(at, low, title, Safety.UNSAFE) if written
                          else add_option(plan, fw.MAX_MODEL_LEN, low, title, Safety.UNSAFE))
+        from sits_doctor.frameworks.vllm_memory import own_explanation
+
         reason = pred.startup_reason or ""
-        ours = reason.startswith("the weights alone")  # sits-doctor's own words, not vLLM's message
+        ours = own_explanation(reason)  # sits-doctor's own words, not vLLM's message
         head = reason.split(": ", 1)[0] if ours else f"{ctx.target.name} refuses to start"
         yield RULE.finding(
             plan, at,
@@ -345,7 +347,7 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
     the attention window (and max_seq_len) to what fits and logs a warning (unless it fails fast,
     or no block fits at all: then it fails at startup)."""
     from sits_doctor.frameworks import trtllm as trt
-    from sits_doctor.frameworks.trtllm_memory import shrinks_window
+    from sits_doctor.frameworks.trtllm_memory import own_explanation, shrinks_window
 
     pred = yield from _sized(plan)
     if pred is None:
@@ -372,8 +374,8 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
             f"{where} (about {estimate} tokens): "
             + ("it starts anyway and shrinks the attention window" if shrinks_window(pred.startup_reason)
                else "it fails at startup"),
-            evidence=([pred.startup_reason] if _own_words(pred.startup_reason) else []) + evidence, fixes=fixes,
-            quote=None if _own_words(pred.startup_reason) else (ctx.target.name, pred.startup_reason),
+            evidence=([pred.startup_reason] if own_explanation(pred.startup_reason) else []) + evidence, fixes=fixes,
+            quote=None if own_explanation(pred.startup_reason) else (ctx.target.name, pred.startup_reason),
             fix_hint=_trtllm_hint(engine, bound),
         )
     elif pred.startup_ok is None:
@@ -384,11 +386,6 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
             evidence=evidence, severity=Severity.WARNING,
             fix_hint=f"set max_seq_len ≤ {bound} to be sure, or check `sits-doctor capacity` with --gpu-memory",
         )
-
-
-def _own_words(reason: str | None) -> bool:
-    """A startup reason that is sits-doctor's explanation, not a message TensorRT-LLM prints."""
-    return not reason or reason.startswith("no KV-cache block fits")
 
 
 def _trtllm_hint(engine: bool, bound: int) -> str:

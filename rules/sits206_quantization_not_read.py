@@ -65,9 +65,9 @@ from typing import Iterator
 
 from sits_doctor.finding import Finding, Severity
 from sits_doctor.frameworks import transformers as tf
+from sits_doctor.frameworks import vllm_quant as vq
 from sits_doctor.plan import Plan
 from sits_doctor.rule import Rule
-from sits_doctor.versions import V
 
 RULE = Rule(
     code="SITS206",
@@ -88,7 +88,9 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     if found is None:
         return
     quant = found.value
-    vllm_reads, vllm_why = vllm_reads_it(plan, quant, ctx.target.version if plan.framework == "vllm" else None)
+    own = plan.framework == "vllm"
+    asked = own and plan.settings.get(vq.QUANTIZATION) is not None
+    vllm_reads, vllm_why = vq.reads_checkpoint_quant(found, ctx.target.version if own else None, asked)
     if plan.framework == "hf":
         yield from _transformers(plan, ctx, found, vllm_reads)
     elif not vllm_reads:
@@ -111,7 +113,8 @@ def _transformers(plan: Plan, ctx, found, vllm_reads: bool) -> Iterator[Finding]
     else:
         what = (f"{_written(quant)}, which {ctx.target.name} does not read: it builds an unquantized model "
                 "(wrong outputs)")
-    also = "vLLM reads it (from 0.10.1)" if vllm_reads else "vLLM does not read it either without --quantization"
+    also = (f"vLLM reads it (from {vq.READS_HF_QUANT_CONFIG})" if vllm_reads
+            else "vLLM does not read it either without --quantization")
     refused = quant.where == tf.QUANT_CONFIG_KEY
     yield RULE.finding(
         plan, found.setting, what,
@@ -121,38 +124,6 @@ def _transformers(plan: Plan, ctx, found, vllm_reads: bool) -> Iterator[Finding]
         # a checkpoint that vLLM serves as written may not be meant for transformers at all
         severity=Severity.WARNING if vllm_reads else Severity.ERROR,
     )
-
-
-def vllm_reads_it(plan: Plan, quant, version: str | None) -> tuple[bool, str]:
-    """Whether vLLM (at ``version``; None: the newest rules' release) reads the checkpoint's
-    quantization as written, and if not, what it does instead."""
-    asked = plan.settings.get("quantization") if plan.framework == "vllm" else None
-    if asked is not None:
-        return True, ""  # --quantization names a method: vLLM looks for that method's own file
-    reads_sidecar = version is None or V(version) >= V(tf.VLLM_READS_HF_QUANT_CONFIG)
-    if quant.where == tf.AUTOGPTQ_CONFIG:
-        return False, ("reads quantize_config.json only when --quantization names a GPTQ method; without it the "
-                       "model is built unquantized and the checkpoint's qweight / qzeros / scales tensors have "
-                       "nothing to load into")
-    if quant.where == tf.HF_QUANT_CONFIG:
-        if reads_sidecar:
-            return True, ""
-        return False, (f"reads hf_quant_config.json only with --quantization modelopt (on its own from "
-                       f"{tf.VLLM_READS_HF_QUANT_CONFIG}); without it the model is built unquantized")
-    if quant.declared:
-        return True, ""
-    setting = plan.facts.model.checkpoint_quant.setting
-    config = setting.value if setting is not None else None
-    section = config.get(tf.HF_QUANT_SECTION) if isinstance(config, dict) else None
-    producer = config.get("producer") if isinstance(config, dict) else None
-    algo = section.get(tf.QUANT_ALGO_KEY) if isinstance(section, dict) else None
-    if (reads_sidecar and isinstance(producer, dict) and producer.get("name") == tf.VLLM_MODELOPT_PRODUCER
-            and isinstance(algo, str)):
-        if algo.upper() in tf.VLLM_MODELOPT_ALGOS:
-            return True, ""
-        return False, f"refuses it at startup: ValueError: Unknown ModelOpt quant algo: {algo}"
-    return False, ("takes a quantization_config without quant_method for an unquantized model (its ModelOpt "
-                   "reader needs producer.name modelopt with quantization.quant_algo)")
 
 
 def _written(quant) -> str:

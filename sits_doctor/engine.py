@@ -262,7 +262,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
         report.fail_on_by_plan[plan.label] = opts.fail_on or settings.fail_on or Severity.WARNING
         ctx = Context(target=plan.target, gpu=opts.gpu)
         ignored = sorted(settings.ignored_for(plan.file))
-        unchecked: list[Finding] = []  # this deployment's "cannot check" infos, merged into one below
+        unchecked: list[_Unchecked] = []  # this deployment's "cannot check" infos, merged into one below
         for module in rule_modules():
             rule = module.RULE
             if rule.code not in selection.codes or plan.framework not in rule.frameworks:
@@ -283,7 +283,7 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
 
                 detail = traceback.format_exc() if opts.debug else repr(exc)
                 report.internal_errors.append(f"{rule.code} crashed on {plan.label}: {detail}")
-        report.findings.extend(_merge_unchecked(unchecked))
+        report.findings.extend(_merge_unchecked(plan, unchecked))
     unchecked = {label for labels in no_gpu.values() for label in labels}
     if unchecked:  # one note for every rule that needs a GPU: they all want the same answer
         report.notices.append(Notice("<arguments>", (
@@ -372,9 +372,19 @@ def _ignored_codes(ignored) -> list[str]:
     return [m.RULE.code for m in rule_modules() if matches(m.RULE.code, sorted(ignored))]
 
 
-def _cannot_check(module, plan: Plan, ctx: Context, missing: list[str]) -> list[Finding]:
-    """The one info finding for a rule that lacks a fact it needs: at what it would have checked
-    (the rule's ``subject``), or nothing when the deployment gives it nothing to check."""
+class _Unchecked(NamedTuple):
+    """A rule that lacks a fact it needs, and what it would have checked."""
+
+    module: object
+    at: object  # the rule's subject: where it would have reported
+    what: str  # "max_model_len 16384"
+    against: str  # "the model", "the GPU", "" (sizing only)
+    why: str  # what is missing, as the facts say it
+
+
+def _cannot_check(module, plan: Plan, ctx: Context, missing: list[str]) -> list[_Unchecked]:
+    """What a rule that lacks a fact would have checked (the rule's ``subject``), or nothing when
+    the deployment gives it nothing to check; :func:`_merge_unchecked` makes the info findings."""
     why = "; ".join(plan.facts.missing[n] for n in missing)
     subject = getattr(module, "subject", None)
     found = subject(plan, ctx) if subject is not None else (None, "this deployment")
@@ -382,31 +392,26 @@ def _cannot_check(module, plan: Plan, ctx: Context, missing: list[str]) -> list[
         return []
     at, what = found
     against = " and ".join("the model" if n == "model" else "the GPU" for n in missing if n != "sizing")
-    return [module.RULE.finding(plan, at, f"cannot check {what}{' against ' + against if against else ''}: {why}",
-                                severity=Severity.INFO)]
+    return [_Unchecked(module, at, what, against, why)]
 
 
-def _merge_unchecked(found: list[Finding]) -> list[Finding]:
+def _merge_unchecked(plan: Plan, found: list[_Unchecked]) -> list[Finding]:
     """One "cannot check" info per deployment and reason, not one per rule: the rules' subjects
     joined, at the first rule's place, under the first rule's code (the others named)."""
-    groups: dict[str, list[Finding]] = {}
-    for f in found:
-        what, _, why = f.message.partition(": ")
-        groups.setdefault(why, []).append(f)
+    groups: dict[str, list[_Unchecked]] = {}
+    for u in found:
+        groups.setdefault(u.why, []).append(u)
     merged = []
     for why, group in groups.items():
-        if len(group) == 1:
-            merged.append(group[0])
-            continue
-        subjects = [f.message.partition(": ")[0].removeprefix("cannot check ") for f in group]
-        tails = {subject.rpartition(" against ")[2] for subject in subjects}
-        tail = ""
-        if len(tails) == 1 and all(" against " in subject for subject in subjects):
-            tail = " against " + tails.pop()
-            subjects = [subject.rpartition(" against ")[0] for subject in subjects]
-        codes = ", ".join(f.code for f in group)
-        joined = ", ".join(subjects[:-1]) + " or " + subjects[-1]
-        merged.append(group[0]._replace(message=f"cannot check {joined}{tail} ({codes}): {why}"))
+        first = group[0]
+        againsts = {u.against for u in group}
+        common = againsts.pop() if len(againsts) == 1 else ""
+        subjects = [u.what if common else u.what + (f" against {u.against}" if u.against else "") for u in group]
+        joined = subjects[0] if len(subjects) == 1 else ", ".join(subjects[:-1]) + " or " + subjects[-1]
+        codes = "" if len(group) == 1 else f" ({', '.join(u.module.RULE.code for u in group)})"
+        tail = f" against {common}" if common else ""
+        merged.append(first.module.RULE.finding(plan, first.at, f"cannot check {joined}{tail}{codes}: {why}",
+                                                severity=Severity.INFO))
     return merged
 
 

@@ -126,7 +126,12 @@ def fix_paths(paths: Sequence[str | Path], options: CheckOptions, *, unsafe: boo
             result = results.setdefault(resolved, FileResult(fixes[0][1].file, resolved, current, current))
             result.new = new
             # a later round's findings sit in an edited text: report them where they are in the file as it is
-            result.fixed += [(_at_original(f, current, result), fx) for f, fx in chosen]
+            if result.rounds:
+                from sits_doctor.source import LineIndex
+
+                now, then = LineIndex(current), LineIndex(result.original)
+                chosen = [(_at_original(f, now, then, result.rounds), fx) for f, fx in chosen]
+            result.fixed += chosen
             result.rounds.append(edits)
             texts[resolved] = new
         report = check(paths, options._replace(texts=dict(texts)))
@@ -151,30 +156,25 @@ def fix_paths(paths: Sequence[str | Path], options: CheckOptions, *, unsafe: boo
     return result
 
 
-def _at_original(finding: Finding, text: str, result: FileResult) -> Finding:
-    """``finding`` (found in ``text``, the file after ``result.rounds``) at the place in the
-    original file its position came from: an offset after an edit moves back by what the edit
-    changed; one inside an edit's new text goes to the edit's start."""
-    if not result.rounds or finding.location.line < 1:
+def _at_original(finding: Finding, now, then, rounds: list[list[Edit]]) -> Finding:
+    """``finding`` (found in the text ``now`` indexes: the file after ``rounds`` of edits) at the
+    place in the original file (``then``) its position came from: an offset after an edit moves
+    back by what the edit changed; one inside an edit's new text goes to the edit's start."""
+    if finding.location.line < 1:
         return finding
-    from sits_doctor.source import LineIndex
-
-    offset = LineIndex(text).offset(finding.location.line, finding.location.col)
-    for edits in reversed(result.rounds):
+    offset = now.offset(finding.location.line, finding.location.col)
+    for edits in reversed(rounds):
         shift = 0
         for e in sorted(edits, key=lambda e: (e.start, e.end)):
             new_start = e.start + shift
-            new_end = new_start + len(e.new)
             if offset < new_start:
                 break
-            if offset < new_end:
-                offset = e.start
-                shift = None
+            if offset < new_start + len(e.new):
+                offset, shift = e.start, 0
                 break
             shift += (e.end - e.start) - len(e.new)
-        if shift is not None:
-            offset += shift
-    line, col = LineIndex(result.original).linecol(offset)
+        offset += shift
+    line, col = then.linecol(offset)
     return finding._replace(location=finding.location._replace(line=line, col=col))
 
 

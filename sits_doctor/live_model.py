@@ -54,7 +54,7 @@ def check_model(model, gpu=None, workload=None) -> Report:
     spec = _gpu(gpu)
 
     from sits_doctor import runtime_hf
-    from sits_doctor.engine import _cannot_check, _invalid_model, effective, rule_modules, runtime_row
+    from sits_doctor.engine import _cannot_check, _invalid_model, _merge_unchecked, effective, rule_modules, runtime_row
     from sits_doctor.versions import unknown_version_note
 
     live = _LiveDocs(model)
@@ -81,7 +81,7 @@ def check_model(model, gpu=None, workload=None) -> Report:
                 no_gpu.append(rule.code)
                 continue
             if missing:
-                found.extend(_cannot_check(module, plan, ctx, missing))
+                found.extend(_merge_unchecked(plan, _cannot_check(module, plan, ctx, missing)))
                 continue
             found.extend(module.check(plan, ctx))
         except Exception as exc:  # a rule bug must not hide other results

@@ -332,12 +332,11 @@ def test_dry_run_positions_are_those_of_the_file_as_it_is():
 def test_a_later_rounds_position_maps_back_through_the_edits(col_now, col_then):
     """"abcdef" with "bc" replaced by "XYZW" is "aXYZWdef": a place after the edit moves back by
     the two characters it added, a place inside the new text goes to the edit's start."""
-    from pathlib import Path
-
     from make_finding import make_finding
     from sits_doctor.finding import Edit
-    from sits_doctor.fixer import FileResult, _at_original
+    from sits_doctor.fixer import _at_original
+    from sits_doctor.source import LineIndex
 
-    result = FileResult("f", Path("f"), "abcdef\n", "aXYZWdef\n", rounds=[[Edit(1, 3, "XYZW")]])
     finding = make_finding("SITS204", "f", line=1, col=col_now)
-    assert _at_original(finding, "aXYZWdef\n", result).location[1:3] == (1, col_then)
+    moved = _at_original(finding, LineIndex("aXYZWdef\n"), LineIndex("abcdef\n"), [[Edit(1, 3, "XYZW")]])
+    assert moved.location[1:3] == (1, col_then)

@@ -256,24 +256,11 @@ def _modelopt_weights(quant: dict) -> str:
 # `quant_method` attribute", unless load_in_4bit / load_in_8bit say bitsandbytes (then
 # "bitsandbytes_4bit" / "_8bit"). No file of src/transformers@5.25.0 reads hf_quant_config.json
 # or quantize_config.json: a checkpoint quantized only there is built unquantized.
-# vLLM normalises config.json's quantization_config (vllm/transformers_utils/
-# model_arch_config_convertor.py@v0.33.0 _normalize_quantization_config; vllm/config/__init__.py
-# @v0.10.2 _parse_quant_hf_config): producer.name "modelopt" with quantization.quant_algo FP8 /
-# FP8_PER_CHANNEL_PER_TOKEN / FP8_PB_WO → "modelopt", NVFP4 → "modelopt_fp4", MIXED_PRECISION →
-# "modelopt_mixed"; any other quant_algo raises "ValueError: Unknown ModelOpt quant algo". A flat
-# quant_algo without quant_method stays "" (unquantized). It reads hf_quant_config.json when
-# config.json has none (transformers_utils/config.py get_config, from VLLM_READS_HF_QUANT_CONFIG);
-# quantize_config.json only when --quantization names a GPTQ method (AutoGPTQConfig /
-# GPTQConfig.get_config_filenames, quantization/auto_gptq.py@v0.33.0, gptq.py@v0.8.5).
+# What vLLM reads of them: sits_doctor.frameworks.vllm_quant.
 BNB_METHOD = "bitsandbytes"
 AUTOGPTQ_CONFIG = "quantize_config.json"  # AutoGPTQ's recipe: bits, group_size, desc_act, sym
 UNKNOWN_WEIGHTS = "unknown"  # a quantization whose stored format the config does not say
 UNDECLARED = "undeclared"  # quantization_config with no quant_method (and no bitsandbytes load_in_*)
-VLLM_MODELOPT_PRODUCER = "modelopt"
-VLLM_MODELOPT_ALGOS = {"FP8": "modelopt", "FP8_PER_CHANNEL_PER_TOKEN": "modelopt", "FP8_PB_WO": "modelopt",
-                       "NVFP4": "modelopt_fp4", "MIXED_PRECISION": "modelopt_mixed"}
-VLLM_READS_HF_QUANT_CONFIG = "0.10.1"  # first release that reads it on its own (0.10.0 and before: only with --quantization modelopt)
-VLLM_GPTQ_METHODS = ("gptq", "gptq_marlin", "auto_gptq", "marlin")  # --quantization values that read quantize_config.json
 
 
 def checkpoint_quant(model):
@@ -287,11 +274,10 @@ def checkpoint_quant(model):
     if isinstance(quant, dict):
         setting = _top_setting(model, QUANT_CONFIG_KEY)
         method = quant.get("quant_method")
+        if not isinstance(method, str) and (quant.get("load_in_4bit") is True or quant.get("load_in_8bit") is True):
+            method = BNB_METHOD  # transformers' older bitsandbytes spelling: load_in_* alone
         if isinstance(method, str):
-            found = CheckpointQuant(method, _weight_scheme(quant), QUANT_CONFIG_KEY, True)
-        elif quant.get("load_in_4bit") is True or quant.get("load_in_8bit") is True:
-            found = CheckpointQuant(BNB_METHOD, "int8" if quant.get("load_in_8bit") is True else BNB_METHOD,
-                                    QUANT_CONFIG_KEY, True)
+            found = CheckpointQuant(method, _weight_scheme({**quant, "quant_method": method}), QUANT_CONFIG_KEY, True)
         elif _modelopt_section(quant) is not None:
             found = CheckpointQuant(MODELOPT_METHOD, _modelopt_weights(quant), QUANT_CONFIG_KEY, False)
         else:

@@ -124,6 +124,14 @@ MAX_GPU_TOTAL_BYTES = "1.0.0"  # KvCacheConfig.max_gpu_total_bytes (PR #5933)
 FAIL_FAST_OPTION = "1.0.0"  # fail_fast_on_attention_window_too_large (PR #5974)
 
 
+NO_BLOCK_FITS = "no KV-cache block fits"  # sits-doctor's own explanation (the TensorRT backend prints no one line)
+
+
+def own_explanation(reason: str | None) -> bool:
+    """Whether a :func:`window_check` reason is sits-doctor's explanation, not a line TensorRT-LLM prints."""
+    return not reason or reason.startswith(NO_BLOCK_FITS)
+
+
 def shrinks_window(reason: str | None) -> bool:
     """Whether a :func:`window_check` failure is TensorRT-LLM's shrink-and-go-on (the window and
     max_seq_len reduced, a warning logged) rather than a refusal to start (fail fast, no block)."""
@@ -326,7 +334,7 @@ def window_check(max_seq_len: int, p: Pool, version: str, backend: str | None = 
         if backend == PYTORCH:
             return False, "Impossible to fit in any sequence in kvCache"
         left = p.free_bytes[1] / GIB
-        return False, (f"no KV-cache block fits: the weights, activations and buffers leave {left:.2f} GiB free — "
+        return False, (f"{NO_BLOCK_FITS}: the weights, activations and buffers leave {left:.2f} GiB free — "
                        "startup runs out of memory (or ends with no KV cache)")
     new = shrunk_window(max_seq_len, p.estimate, tpb, backend, max_input_len)
     if new is None:  # cannot happen (estimate ≤ high and high does not fit); kept so the function is total

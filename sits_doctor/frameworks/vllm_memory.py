@@ -194,6 +194,15 @@ def _tokens(kv_bytes: float, per_token: float, block: int) -> int:
     return blocks * block
 
 
+WEIGHTS_EXCEED = "the weights alone"  # the start of sits-doctor's own reason (not a message vLLM prints)
+
+
+def own_explanation(reason: str | None) -> bool:
+    """Whether a :func:`startup_check` reason is sits-doctor's explanation (the weights alone do
+    not fit, so vLLM dies in torch's allocator), not the message vLLM prints."""
+    return bool(reason) and reason.startswith(WEIGHTS_EXCEED)
+
+
 def startup_check(max_model_len: int, p: Pool, version: str, *, need_bytes: float | None = None,
                   full_bytes_per_token: float | None = None, fixed_bytes: float = 0.0,
                   extensible: bool | None = None) -> tuple[bool | None, str | None]:
@@ -213,7 +222,7 @@ def startup_check(max_model_len: int, p: Pool, version: str, *, need_bytes: floa
     if ok is not False:
         return ok, None
     if p.weights_bytes >= (p.total_bytes or p.budget_bytes):
-        return False, (f"the weights alone ({p.weights_bytes / GIB:.2f} GiB per rank) exceed "
+        return False, (f"{WEIGHTS_EXCEED} ({p.weights_bytes / GIB:.2f} GiB per rank) exceed "
                        + (f"the GPU's {p.total_bytes / GIB:.2f} GiB" if p.total_bytes else
                           f"gpu_memory_utilization's budget ({p.budget_bytes / GIB:.2f} GiB)")
                        + ": vLLM runs out of memory loading them (torch.OutOfMemoryError) — use more GPUs "
