@@ -281,9 +281,7 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             fixes = [_removal_fix(setting, option, ctx.target)] if option is not None else [
                 edit.remove(setting, f"remove {setting.raw_key}")]
         else:
-            message = f"{shown} arrived in vLLM {after[0][0]}: " + (
-                f"{plan.lenient}: the option has no effect" if plan.lenient else
-                rejected if plan.kind == fw.KWARGS else f"{ctx.target.name} rejects it at startup")
+            message = f"{shown} arrived in vLLM {after[0][0]}: {outcome}"
             fixes = []
         yield RULE.finding(plan, setting, message, evidence=evidence, fix_hint=hint, fixes=fixes, severity=severity,
                            quote=said)

@@ -131,15 +131,15 @@ def lookup(hub_id: str) -> CatalogModel | None:
 # use; Llama 3 (``Meta-Llama-3-8B-Instruct``) kept its name. Sources: LiveCodeBench/LiveCodeBench#105
 # and oumi-ai/oumi#1357 (the renames, each old page redirecting), snowflakedb/ArcticTraining#39
 # (https://huggingface.co/meta-llama/Llama-3.3-70B-Instruct/commit/38ff4e01a70559264c95945aa04b900a11e68422).
-RENAME_SOURCES = (
-    "https://github.com/LiveCodeBench/LiveCodeBench/pull/105",
-    "https://github.com/oumi-ai/oumi/pull/1357",
-)
 RENAMED: dict[str, str] = {
     f"meta-llama/Meta-Llama-3.1-{size}": f"meta-llama/Llama-3.1-{size}"
     for size in ("8B", "8B-Instruct", "70B", "70B-Instruct", "405B", "405B-Instruct", "405B-FP8",
                  "405B-Instruct-FP8")
 }
+
+
+_RENAMED_FROM = {o.lower(): o for o in RENAMED}  # old id, any case -> as written in RENAMED
+_RENAMED_TO = {n.lower(): o for o, n in RENAMED.items()}  # current id, any case -> its old id
 
 
 def lookup_renamed(hub_id: str) -> tuple[CatalogModel, str] | None:
@@ -148,8 +148,7 @@ def lookup_renamed(hub_id: str) -> tuple[CatalogModel, str] | None:
     if not isinstance(hub_id, str):
         return None
     key = hub_id.lower()
-    old = {o.lower(): o for o in RENAMED}
-    new = {n.lower(): o for o, n in RENAMED.items()}
+    old, new = _RENAMED_FROM, _RENAMED_TO
     if key in old:
         other = RENAMED[old[key]]
         why = f"{hub_id} was renamed {other} on the Hugging Face Hub"

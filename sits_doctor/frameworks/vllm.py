@@ -28,13 +28,22 @@ GEMMA3_EXEMPT = "0.8.0"  # gemma3 models skip RoPE scaling of max_model_len
 SERVER_PARSER_MODEL_TAG = "0.10.0"  # make_arg_parser adds the optional positional model_tag (nargs="?")
 
 
-def _newest_release() -> str:
-    """The newest release in data/vllm_options.json (tools/gen_vllm_options.py --update adds new
-    ones): the tables, and so this module, cover releases up to it."""
+PARSER_DATA = "vllm_options.json"  # data/, written by tools/gen_vllm_options.py
+
+
+@lru_cache(maxsize=1)
+def _parser_data() -> dict:
+    """data/vllm_options.json, parsed once (NEWEST at import, parser_table when a rule asks)."""
     import json
     from pathlib import Path
 
-    return json.loads((Path(__file__).parent / "data" / "vllm_options.json").read_text(encoding="utf-8"))["releases"][-1]
+    return json.loads((Path(__file__).parent / "data" / PARSER_DATA).read_text(encoding="utf-8"))
+
+
+def _newest_release() -> str:
+    """The newest release in data/vllm_options.json (tools/gen_vllm_options.py --update adds new
+    ones): the tables, and so this module, cover releases up to it."""
+    return _parser_data()["releases"][-1]
 
 
 NEWEST = _newest_release()  # the newest release this module's tables cover
@@ -477,7 +486,6 @@ def _derived_max_len(plan, version):
 
 
 # --- what each release's own parser accepts (data/vllm_options.json, tools/gen_vllm_options.py) --
-PARSER_DATA = "vllm_options.json"
 COMPILATION_CONFIG = "compilation_config"
 # A parser type that reads "None" and "" as None (vllm/engine/arg_utils.py optional_type@0.33.0;
 # the recorded type names say which options and releases have it).
@@ -511,10 +519,7 @@ class FlagInfo(NamedTuple):
 def parser_table() -> tuple[list[str], dict[str, list[tuple[int, int, str, dict]]], list[dict]]:
     """(releases, flag -> [(first index, last index, dest, entry)], parser entries) from the data
     that tools/gen_vllm_options.py wrote by running each release's own argument parser."""
-    import json
-    from pathlib import Path
-
-    data = json.loads((Path(__file__).parent / "data" / PARSER_DATA).read_text(encoding="utf-8"))
+    data = _parser_data()
     releases = data["releases"]
     index = {v: i for i, v in enumerate(releases)}
     flags: dict[str, list[tuple[int, int, str, dict]]] = {}

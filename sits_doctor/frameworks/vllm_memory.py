@@ -43,7 +43,7 @@ _OLD_HINT = ("Try increasing `gpu_memory_utilization` when initializing the engi
              "memory reservation on the CPU backend, despite its name).")
 
 
-def _hint(version: str, utilization: float, extensible: bool | None) -> str:
+def _hint(utilization: float, extensible: bool | None) -> str:
     """What vLLM ≥0.34 tells the user to do when the KV cache does not fit
     (``_more_kv_cache_memory_hint``, vllm/v1/core/kv_cache_planning.py@0.34.0); ``extensible``
     None: on, the default on CUDA."""
@@ -229,22 +229,20 @@ def startup_check(max_model_len: int, p: Pool, version: str, *, need_bytes: floa
                          "(tensor/pipeline parallelism) or a quantized checkpoint")
     from sits_doctor.versions import V
 
+    ver = V(version)
+    hint = (_hint(p.budget_bytes / p.total_bytes if p.total_bytes else 1.0, extensible)
+            if ver >= V(HINT_BY_KV_CACHE_MODE) else None)
     if p.estimate <= 0:
         over = (f" (the weights, {p.weights_bytes / GIB:.2f} GiB per rank, already exceed gpu_memory_utilization's "
                 f"budget of {p.budget_bytes / GIB:.2f} GiB)" if p.weights_bytes >= p.budget_bytes else "")
-        ver = V(version)
-        if ver >= V(HINT_BY_KV_CACHE_MODE):
-            hint = _hint(version, p.budget_bytes / p.total_bytes if p.total_bytes else 1.0, extensible)
+        if hint is not None:
             return False, f"No available memory for the cache blocks. {hint}" + over
         return False, ("No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
                        "initializing the engine." + over)
-    ver = V(version)
     if ver < V(V1_ENGINE):  # V0 (vllm/worker/worker.py raise_if_cache_size_invalid)
         return False, (f"The model's max seq len ({need}) is larger than the maximum number of tokens that can be "
                        f"stored in KV cache ({p.estimate}). Try increasing `gpu_memory_utilization` or decreasing "
                        "`max_model_len` when initializing the engine.")
-    hint = (_hint(version, p.budget_bytes / p.total_bytes if p.total_bytes else 1.0, extensible)
-            if ver >= V(HINT_BY_KV_CACHE_MODE) else None)
     if hybrid:
         longest = max(0, int((have[1] - fixed_bytes) // full_bytes_per_token))
         return False, _too_long_message(version, need, need_bytes / GIB, have[1] / GIB, longest, hint)
