@@ -24,9 +24,6 @@ snapshot names is never reported (an older release would pass it on to the worke
 
 from __future__ import annotations
 
-DISAGG_UTILS = "tensorrt_llm/llmapi/disagg_utils.py@0228a71"
-SERVE_PY = "tensorrt_llm/commands/serve.py@00209af"
-COMMAND = "trtllm-serve disaggregated -c"
 WORKER_ENTRY = "trtllm-serve disaggregated_mpi_worker -c"  # the command that builds an LLM from a section
 
 SECTIONS = ("context_servers", "generation_servers")
