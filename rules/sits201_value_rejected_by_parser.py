@@ -177,15 +177,12 @@ def _absorbed_stray_word(plan: Plan, release: str, judged: list):
     vllm.entrypoints.openai.api_server``, and KAITO's runtime, which builds that parser and never
     reads ``model_tag``) and no positional word took it. ``vllm serve`` reads ``model_tag`` as the
     model, so there the word is no harmless extra."""
-    if plan.entry != ENTRY_API_SERVER or V(release) < V(fw.SERVER_PARSER_MODEL_TAG):
+    if plan.parser != fw.PARSER_API_SERVER or V(release) < V(fw.SERVER_PARSER_MODEL_TAG):
         return None
-    if plan.model_ref is not None and not plan.model_ref.raw_key.startswith("-"):
-        return None  # a positional model word already fills model_tag
+    if plan.positional:
+        return None  # a positional word (the model) already fills model_tag
     strays = [s for s, info in judged if _stray(s, info)]
     return min(strays, key=lambda s: (s.prov.line, s.prov.col), default=None)
-
-
-ENTRY_API_SERVER = "python -m " + next(m for m in sorted(fw.API_SERVER_MODULES) if ".openai." in m)
 
 
 def _absorbed(plan: Plan, ctx, setting, info, evidence) -> Finding:

@@ -264,7 +264,7 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
         severity = Severity.WARNING if plan.lenient else None
         said = _argparse(setting) if not plan.lenient and plan.kind != fw.KWARGS else None
         if not runs:
-            if plan.entry not in fw.ENTRYPOINTS_WITH_SERVE_PARSER and plan.kind != "vllm-yaml" and not plan.lenient:
+            if plan.parser not in fw.PARSERS_WITH_SERVE_OPTIONS and plan.kind != fw.KWARGS and not plan.lenient:
                 return  # another entrypoint's parser (the legacy api_server) has other options
             close = _did_you_mean(fw.normalize_flag(flag), set(fw.flags_at(release)))
             yield RULE.finding(

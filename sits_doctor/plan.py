@@ -178,7 +178,7 @@ class Plan:
                  settings: dict[str, Setting] | None = None, env: dict[str, Setting] | None = None,
                  image: Setting | None = None, model_ref: Setting | None = None, model: ModelFacts | None = None,
                  model_note: str | None = None, target: Target | None = None, doc: SourceDoc | None = None,
-                 facts: Any = None, args_site: Site | None = None, entry: str = "", unchecked: int = 0,
+                 facts: Any = None, args_site: Site | None = None, entry: str = "", parser: str = "", unchecked: int = 0, positional: int = 0,
                  hardware: dict[str, Setting] | None = None):
         self.framework = framework
         self.kind = kind  # hf-config, vllm-yaml, vllm-args, trtllm-engine, trtllm-llmapi, ortgenai-config
@@ -195,7 +195,9 @@ class Plan:
         self.doc = doc
         self.facts = facts  # sits_doctor.facts.Facts, filled by the engine
         self.args_site = args_site  # where new command-line options would be added (argv/shell)
-        self.entry = entry  # how the framework is started: "vllm serve", "python -m ...", "vllm serve --config"
+        self.entry = entry  # how the framework is started, as shown: "vllm serve", "python -m ...", "vllm serve --config"
+        self.parser = parser  # which of the framework's parsers reads the words (vLLM: frameworks.vllm.PARSER_*)
+        self.positional = positional  # command-line words that are no option and no option's value
         self.unchecked = unchecked  # command-line words that name variables the container does not set
         self.hardware = {} if hardware is None else hardware  # "gpu_count", "gpu_product" as a manifest states them
         self.pin: Setting | None = None  # the framework version a `pip install vllm==X` in the file installs

@@ -388,3 +388,63 @@ def test_catalog_model_repr():
     from sits_doctor.catalogs import models
 
     assert repr(models.lookup("meta-llama/Llama-3.1-8B-Instruct")) == "CatalogModel('meta-llama/Llama-3.1-8B-Instruct')"
+
+
+# --- which parser reads the words is a fact the loader sets, not a display string ------------
+
+KUBEAI = """apiVersion: kubeai.org/v1
+kind: Model
+metadata:
+  name: m1
+spec:
+  url: hf://org/name
+  engine: VLLM
+  args:
+{args}
+"""
+
+
+def test_kubeai_stray_word_is_absorbed_by_model_tag(tmp_path, monkeypatch):
+    """KubeAI starts `python3 -m vllm.entrypoints.openai.api_server --model=...`: the api_server
+    parser's optional model_tag (≥0.10.0) takes one stray word, so the server starts."""
+    text = KUBEAI.format(args="    - --enable-prefix-caching\n    - 'True'")
+    report = run(tmp_path, monkeypatch, "model.yaml", text, ["SITS201"], ["vllm==0.11.0"])
+    (f,) = report.findings
+    assert f.severity.name == "INFO" and "model_tag" in f.message, f.message
+
+
+def test_vllm_serve_stray_word_is_still_an_error(tmp_path, monkeypatch):
+    text = "vllm serve org/name --enable-prefix-caching True\n"
+    report = run(tmp_path, monkeypatch, "serve.sh", text, ["SITS201"], ["vllm==0.11.0"])
+    assert [f.severity.name for f in report.findings] == ["ERROR"]
+
+
+@pytest.mark.parametrize("text", [
+    KUBEAI.format(args="    - --max-modle-len=4096"),
+    """sampleApplication:
+  model:
+    modelArtifactURI: hf://org/name
+  decode:
+    extraArgs: ["--max-modle-len", "4096"]
+""",
+])
+def test_a_flag_no_release_has_is_reported_under_every_serve_parser(tmp_path, monkeypatch, text):
+    """KubeAI and llm-d-deployer run vLLM's serve parser: a misspelt flag stops the server there
+    as it does under `vllm serve` (these plans used to be skipped as 'another entrypoint')."""
+    report = run(tmp_path, monkeypatch, "values.yaml", text, ["SITS204"], ["vllm==0.11.0"])
+    (f,) = report.findings
+    assert f.message.startswith("--max-modle-len is not an option of vLLM 0.11.0"), f.message
+    assert f.severity.name == "ERROR"
+
+
+def test_legacy_api_server_options_are_not_judged(tmp_path, monkeypatch):
+    text = "python -m vllm.entrypoints.api_server --model org/name --max-modle-len 4096\n"
+    report = run(tmp_path, monkeypatch, "serve.sh", text, ["SITS204"], ["vllm==0.11.0"])
+    assert report.findings == []
+
+
+def test_ray_serve_engine_kwarg_no_release_has(tmp_path, monkeypatch):
+    report = run(tmp_path, monkeypatch, "serve.yaml", RAY.replace("swap_space: 4", "max_modle_len: 4"),
+                 ["SITS204"], ["vllm==0.25.1"])
+    (f,) = report.findings
+    assert "Unknown engine argument: max_modle_len" in f.message, f.message

@@ -50,7 +50,16 @@ NEWEST = _newest_release()  # the newest release this module's tables cover
 ENV_ALLOW_LONG_MAX_MODEL_LEN = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 ENV_ATTENTION_BACKEND = "VLLM_ATTENTION_BACKEND"
 SERVE_SUBCOMMAND = "serve"
-API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"})
+# Which argument parser reads a command's words (Plan.parser); a loader sets it where it finds the
+# command, so that rules never match the display text of how the server is started.
+PARSER_SERVE = "vllm serve"  # the serve subcommand: its positional model_tag is the model
+PARSER_API_SERVER = "api_server"  # make_arg_parser as vllm.entrypoints.openai.api_server builds it: model_tag unread
+PARSER_IMAGE = "image entrypoint"  # the vllm/vllm-openai image's own entrypoint
+PARSER_LEGACY = "legacy api_server"  # vllm.entrypoints.api_server: a small parser of its own
+MODULE_PARSERS = {"vllm.entrypoints.openai.api_server": PARSER_API_SERVER, "vllm.entrypoints.api_server": PARSER_LEGACY}
+API_SERVER_MODULES = frozenset(MODULE_PARSERS)
+# the parsers whose options are the serve parser's (the tables in data/vllm_options.json)
+PARSERS_WITH_SERVE_OPTIONS = frozenset({PARSER_SERVE, PARSER_API_SERVER, PARSER_IMAGE})
 
 
 class Option(NamedTuple):
@@ -505,7 +514,6 @@ KWARGS = "vllm-kwargs"  # a plan whose settings are EngineArgs keyword arguments
 # ray-project/ray@b4061b5).
 KWARGS_UNKNOWN = "Ray Serve LLM fails to start the deployment (ValueError: Unknown engine argument: {key})"
 BOOL_WORDS = ("true", "false")  # a separate word after a flag that takes none: a stray argument
-ENTRYPOINTS_WITH_SERVE_PARSER = ("vllm serve", "python -m vllm.entrypoints.openai.api_server", "vllm image entrypoint")
 
 
 class FlagInfo(NamedTuple):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sits_doctor.frameworks import vllm as fw
 from sits_doctor.loaders import shell
 from sits_doctor.loaders.vllm_args import Token, is_shell_templated
 from sits_doctor.plan import Provenance, Setting, Site, Word
@@ -18,7 +19,6 @@ from sits_doctor.source_yaml import TEMPLATE_MARK
 
 SHELL_OPERATORS = frozenset(shell.OPERATORS)
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ash"})
-API_SERVER_MODULES = frozenset({"vllm.entrypoints.openai.api_server", "vllm.entrypoints.api_server"})
 
 
 def words(doc: SourceDoc, fields: list[tuple[str, Any]]) -> list[Token]:
@@ -108,23 +108,24 @@ def split_shell(doc: SourceDoc, script: str, pointer: str) -> list[Token]:
     return tokens
 
 
-def vllm_invocation(tokens: list[Token], image_is_vllm: bool) -> tuple[list[Token], str] | None:
+def vllm_invocation(tokens: list[Token], image_is_vllm: bool) -> tuple[list[Token], str, str] | None:
     """The words after ``vllm serve`` (or the api_server module) up to a shell operator.
 
-    Returns ``(args, how)``; with a vLLM image and no explicit invocation, all words are engine
+    Returns ``(args, how, parser)``: how the server is started, as shown, and which parser reads
+    the words (``fw.PARSER_*``); with a vLLM image and no explicit invocation, all words are engine
     arguments (the image's entrypoint is the server).
     """
     texts = [t.text for t in tokens]
     for i, text in enumerate(texts):
         nxt = texts[i + 1] if i + 1 < len(texts) else ""
         if text.rsplit("/", 1)[-1] == "vllm" and nxt == "serve":
-            return until_operator(tokens[i + 2 :]), "vllm serve"
-        if text == "-m" and nxt in API_SERVER_MODULES:
-            return until_operator(tokens[i + 2 :]), f"python -m {nxt}"
+            return until_operator(tokens[i + 2 :]), "vllm serve", fw.PARSER_SERVE
+        if text == "-m" and nxt in fw.MODULE_PARSERS:
+            return until_operator(tokens[i + 2 :]), f"python -m {nxt}", fw.MODULE_PARSERS[nxt]
     if image_is_vllm and tokens and not any(t.text in SHELLS or t.operator for t in tokens):
         if texts[0] in ("serve",):
-            return until_operator(tokens[1:]), "vllm image entrypoint"
-        return until_operator(tokens), "vllm image entrypoint"
+            return until_operator(tokens[1:]), "vllm image entrypoint", fw.PARSER_IMAGE
+        return until_operator(tokens), "vllm image entrypoint", fw.PARSER_IMAGE
     return None
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sits_doctor.frameworks import vllm as fw
 from sits_doctor.loaders.vllm import plan_from_command
 from sits_doctor.loaders.vllm_args import Token
 from sits_doctor.plan import Plan, Provenance, Word
@@ -65,7 +66,8 @@ def _plan(doc: SourceDoc, section: dict, label: str) -> Plan:
     for key, value in section.items():
         ptr = join_pointer("/vllm", key)
         tokens += [tok(f"--{key}", ptr, True), tok(str(value), ptr, False)]
-    plan = plan_from_command(doc, tokens, label=label, anchor=Provenance.at(doc, "/vllm"), engine_args=ENTRY)
+    plan = plan_from_command(doc, tokens, label=label, anchor=Provenance.at(doc, "/vllm"), engine_args=ENTRY,
+                             parser=fw.PARSER_API_SERVER)
     assert plan is not None  # engine_args always gives a plan
     plan.model_ref = None  # the model is the Workspace preset's, written as no positional word
     return plan

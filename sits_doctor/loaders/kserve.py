@@ -119,7 +119,7 @@ def _isvc_plans(doc: SourceDoc, spec: dict, label: str, claimed: set[str]) -> li
         plan = _hf_plan(doc, tokens, label=label, anchor=Provenance.at(doc, pointer), env=env, image=image)
     elif fmt == "vllm" or "vllm" in str(model.get("runtime", "")).lower():
         plan = plan_from_command(doc, tokens, label=label, anchor=Provenance.at(doc, pointer), env=env, image=image,
-                                 engine_args=VLLM_RUNTIME_ENTRY)
+                                 engine_args=VLLM_RUNTIME_ENTRY, parser=vllm_fw.PARSER_API_SERVER)
     else:
         return []
     if plan is None:
@@ -189,7 +189,7 @@ def _hf_plan(doc: SourceDoc, tokens: list[Token], *, label: str, anchor: Provena
         return None
     vllm_tokens, _ = kserve_words(tokens)
     plan = plan_from_command(doc, vllm_tokens, label=label, anchor=anchor, image=image, env=env,
-                             engine_args=HF_ENTRY)
+                             engine_args=HF_ENTRY, parser=vllm_fw.PARSER_API_SERVER)
     if plan is None:  # pragma: no cover - engine_args always gives a plan
         return None
     plan.lenient = fw.LENIENT
@@ -363,7 +363,8 @@ def _pool_plan(doc: SourceDoc, pool: dict, pointer: str, label: str, spec: dict,
     tokens += arg_tokens
     image = image_setting(doc, container.get("image"), join_pointer(container_pointer or template_pointer, "image"))
     anchor = Provenance.at(doc, container_pointer or pointer, key=False)
-    plan = plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env, engine_args=LLMISVC_ENTRY)
+    plan = plan_from_command(doc, tokens, label=label, anchor=anchor, image=image, env=env, engine_args=LLMISVC_ENTRY,
+                             parser=vllm_fw.PARSER_SERVE)
     if plan is None:  # pragma: no cover - engine_args always gives a plan
         return None
     if arg_tokens:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sits_doctor.frameworks import vllm as fw
 from sits_doctor.loaders.commands import words
 from sits_doctor.loaders.vllm import plan_from_command
 from sits_doctor.plan import Plan, Provenance, Setting, Site
@@ -82,7 +83,8 @@ def _spec_plan(doc: SourceDoc, spec: dict, pointer: str, label: str) -> Plan | N
     args = spec.get("args") if isinstance(spec.get("args"), list) else []
     tokens = words(doc, [(join_pointer(pointer, "args"), args)])
     env = _env_map(doc, spec.get("env"), join_pointer(pointer, "env"))
-    plan = plan_from_command(doc, tokens, label=label, anchor=Provenance.at(doc, pointer), env=env, engine_args=ENTRY)
+    plan = plan_from_command(doc, tokens, label=label, anchor=Provenance.at(doc, pointer), env=env, engine_args=ENTRY,
+                             parser=fw.PARSER_API_SERVER)
     if plan is None:  # pragma: no cover - engine_args always gives a plan
         return None
     if plan.model_ref is None and isinstance(spec.get("url"), str):

@@ -24,8 +24,8 @@ from sits_doctor.source import SourceDoc, join_pointer
 
 ROLES = ("decode", "prefill")
 DEPLOYER = "llm-d-deployer sampleApplication extraArgs"  # the preset ConfigMap's vllm serve command + extraArgs
-GENERATED = {"vllmServe": "llm-d modelCommand vllmServe (vllm serve)",
-             "imageDefault": "llm-d modelCommand imageDefault (image entrypoint)"}
+GENERATED = {"vllmServe": ("llm-d modelCommand vllmServe (vllm serve)", fw.PARSER_SERVE),
+             "imageDefault": ("llm-d modelCommand imageDefault (image entrypoint)", fw.PARSER_IMAGE)}
 
 
 def is_llmd_values(data: Any) -> bool:
@@ -53,13 +53,14 @@ def plans(doc: SourceDoc) -> list[Plan]:
     return out
 
 
-def _generated(doc: SourceDoc, role: str, spec: dict, container: dict, pointer: str, label: str, how: str) -> Plan | None:
+def _generated(doc: SourceDoc, role: str, spec: dict, container: dict, pointer: str, label: str,
+               how: tuple[str, str]) -> Plan | None:
     args_ptr = join_pointer(pointer, "args")
     tokens = words(doc, [(args_ptr, container["args"])] if isinstance(container.get("args"), list) else [])
     env = kubernetes.env_list(doc, container.get("env"), join_pointer(pointer, "env"))
     image = image_setting(doc, container.get("image"), join_pointer(pointer, "image"))
     plan = plan_from_command(doc, tokens, label=label, anchor=Provenance.at(doc, pointer, key=False),
-                             image=image, env=env, engine_args=how)
+                             image=image, env=env, engine_args=how[0], parser=how[1])
     if plan is None:  # pragma: no cover - engine_args always gives a plan
         return None
     uri = doc.data["modelArtifacts"].get("uri")
@@ -116,7 +117,7 @@ def deployer_plans(doc: SourceDoc) -> list[Plan]:
         pointer = f"/sampleApplication/{role}"
         tokens = words(doc, [(join_pointer(pointer, "extraArgs"), spec["extraArgs"])])
         plan = plan_from_command(doc, tokens, label=f"llm-d-deployer {role}", anchor=Provenance.at(doc, pointer),
-                                 engine_args=DEPLOYER)
+                                 engine_args=DEPLOYER, parser=fw.PARSER_SERVE)
         if plan is None:  # pragma: no cover - engine_args always gives a plan
             continue
         uri = app["model"].get("modelArtifactURI")

@@ -41,6 +41,7 @@ def plan_from_config_yaml(doc: SourceDoc) -> Plan:
         model_ref=settings.get(fw.MODEL),
         doc=doc,
         entry="vllm serve --config",
+        parser=fw.PARSER_SERVE,
     )
 
 
@@ -55,6 +56,7 @@ def plan_from_command(
     entrypoint_kept: bool = True,
     env_expands: bool = True,
     engine_args: str | None = None,
+    parser: str = "",
 ) -> Plan | None:
     """A Plan for the vLLM invocation inside ``tokens``, or None if there is none.
 
@@ -64,15 +66,16 @@ def plan_from_command(
     from the container's env, and so does a shell inside the container); compose interpolates
     ``${VAR}`` from the host's environment instead, which the file does not show.
     ``engine_args``: the words are engine arguments that an operator adds to the server command
-    it writes itself (KubeAI ``spec.args``); the value says how the server is started.
+    it writes itself (KubeAI ``spec.args``); the value says how the server is started, and
+    ``parser`` which of vLLM's parsers reads them (``fw.PARSER_*``).
     """
     image_is_vllm = (
         entrypoint_kept and image is not None and "vllm" in str(image.value).rsplit("/", 1)[-1]
     )
-    found = (list(tokens), engine_args) if engine_args is not None else vllm_invocation(tokens, image_is_vllm)
+    found = (list(tokens), engine_args, parser) if engine_args is not None else vllm_invocation(tokens, image_is_vllm)
     if found is None:
         return None
-    args, how = found
+    args, how, parser = found
     args, unresolved = resolve_vars(args, env or {}) if env_expands else (args, 0)
     settings, positional = parse_args(args, doc)
     model_ref = settings.get(fw.MODEL)
@@ -99,5 +102,7 @@ def plan_from_command(
         doc=doc,
         args_site=args_site,
         entry=how,
+        parser=parser,
         unchecked=unresolved,
+        positional=len(positional),
     )
