@@ -18,7 +18,10 @@ Reports options that the target framework version rejects at startup or silently
   `--fully-sharded-loras`) without `--enable-lora` — production-stack's chart writes
   `--max_loras` from `vllmConfig.maxLoras` whether or not the model spec sets `enableLoRA`.
   Ray Serve LLM refuses an `engine_kwargs` key vLLM's engine arguments lack itself, with
-  `ValueError: Unknown engine argument`, before vLLM parses anything.
+  `ValueError: Unknown engine argument`, before vLLM parses anything. A release pinned in the
+  file (image tag, `pip install vllm==`) older than the oldest parser in the tables (0.6.0) gets
+  one info finding saying its flags were not checked; the legacy `vllm.entrypoints.api_server`
+  has a parser of its own, whose options are not judged.
 - **TensorRT-LLM** LLM-API / `trtllm-serve` YAML keys from before 1.0 (`use_cuda_graph`,
   `kv_cache_dtype`, `pytorch_backend_config`, ...), which 1.x rejects (`extra="forbid"`), and, for
   the release series whose models were read (1.0.x, 1.1.x, 1.2.x), any key the models do not have
@@ -170,6 +173,14 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
         parser_evidence = evidence + [note] if note else evidence
         for setting, flag in fw.written_options(plan):
             yield from _judge_flag(plan, ctx, setting, flag, release, parser_evidence)
+    elif ctx.target.source != "--target" and any(True for _ in fw.written_options(plan)):
+        # (a --target before the tables is said once, for the whole run)
+        yield RULE.finding(
+            plan, plan.pin or plan.image or plan.anchor,
+            f"flags not checked: {ctx.target.name} is older than {fw.parser_table()[0][0]}, the oldest release "
+            "whose parser the rules know",
+            severity=Severity.INFO, evidence=evidence,
+            fix_hint=f"check them against `vllm serve --help` of {ctx.target.version}")
 
     level = plan.get(fw.COMPILATION_LEVEL)
     if level is not None and version >= V(fw.COMPILATION_LEVEL_GONE):

@@ -448,3 +448,21 @@ def test_ray_serve_engine_kwarg_no_release_has(tmp_path, monkeypatch):
                  ["SITS204"], ["vllm==0.25.1"])
     (f,) = report.findings
     assert "Unknown engine argument: max_modle_len" in f.message, f.message
+
+
+@pytest.mark.parametrize("name, text, pin", [
+    ("serve.sh", "pip install vllm==0.5.3.post1\nvllm serve org/m --max-modle-len 4096\n", (1, 13)),
+    ("compose.yaml", "services:\n  v:\n    image: vllm/vllm-openai:v0.5.4\n    command: --model org/m --max-modle-len 4\n",
+     (3, 12)),
+])
+def test_a_pinned_release_before_the_tables_says_its_flags_were_not_checked(tmp_path, monkeypatch, name, text, pin):
+    report = run(tmp_path, monkeypatch, name, text, ["SITS204", "SITS201"])
+    (f,) = report.findings
+    assert f.severity.name == "INFO" and f.message.startswith("flags not checked: vLLM 0.5."), f.message
+    assert (f.location.line, f.location.col) == pin
+
+
+def test_a_target_before_the_tables_is_said_once_for_the_run(tmp_path, monkeypatch):
+    report = run(tmp_path, monkeypatch, "serve.sh", "vllm serve org/m --max-modle-len 4\n", ["SITS204"], ["vllm==0.5.0"])
+    assert report.findings == []
+    assert any("flags are not judged" in n.message for n in report.notices)
