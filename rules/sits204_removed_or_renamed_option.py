@@ -375,10 +375,12 @@ def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
     own = serve.same_series(release, ctx.target.version)
     evidence = [f"target: {ctx.target}", f"trtllm-serve options of {release.version}"
                 f"{' (assumed)' if release.assumed else ''}: {release.source}"]
+    missing = False
     for setting in plan.settings.values():
         flag = setting.raw_key.split("=", 1)[0]
         if not flag.startswith("--") or flag in release.flags or setting.site is None:
             continue
+        missing = True
         when = "" if serve.key_of(flag) is None else " (other releases have it)"
         close = closest(flag, release.flags)
         if not own:
@@ -398,6 +400,13 @@ def _trtllm_serve(plan: Plan, ctx) -> Iterator[Finding]:
             fixes=[edit.rename(setting, close, f"rename {flag} to {close}", Safety.UNSAFE) if close
                    else edit.remove(setting, f"remove {flag}", Safety.UNSAFE)],
         )
+    if not own and not missing and plan.settings:
+        yield RULE.finding(
+            plan, plan.anchor,
+            f"trtllm-serve flags not checked against {ctx.target.version}'s own options (not read); trtllm-serve "
+            f"{release.version}, the nearest release read below it, has every flag written",
+            severity=Severity.INFO, evidence=evidence,
+            fix_hint=f"nothing to change; check them against trtllm-serve --help of {ctx.target.version}")
 
 
 def _trtllm_build(plan: Plan, ctx) -> Iterator[Finding]:

@@ -125,6 +125,16 @@ def test_serve_flags_are_errors_only_from_their_own_series(tmp_path, version, se
         assert finding.fixes == ()
 
 
+@pytest.mark.parametrize("version, said", [("1.3.0", True), ("1.0.0", True), ("1.2.1", False)])
+def test_serve_flags_all_present_in_another_series_say_they_were_not_checked(tmp_path, version, said):
+    """1.3.0 judged by 1.2.0's snapshot: no flag missing there is no "0 findings" either."""
+    report = check(tmp_path, "#!/bin/sh\ntrtllm-serve m --port 8000\n", "run.sh", targets=[f"trtllm=={version}"])
+    messages = [f.message for f in report.findings if f.code == "SITS204"]
+    release = serve.release_for(version).version
+    assert messages == ([f"trtllm-serve flags not checked against {version}'s own options (not read); trtllm-serve "
+                         f"{release}, the nearest release read below it, has every flag written"] if said else [])
+
+
 def test_serve_flags_before_every_snapshot_are_not_checked(tmp_path):
     (finding,) = check(tmp_path, SERVE, "run.sh", targets=["trtllm==0.17.0"]).findings
     assert finding.severity.value == "info"
