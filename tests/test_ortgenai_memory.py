@@ -222,6 +222,18 @@ def test_kv_cache_quantization_bits_shrink_the_buffer(tmp_path):
     assert f"{kv16:.2f} GiB" in messages[0] and f"{kv16 / 2:.2f} GiB" in messages[1]
 
 
+def test_kv_cache_quantization_bits_leave_the_embeddings_alone(tmp_path):
+    """The provider option quantizes the KV cache only: the weight estimate (layers and the
+    embedding table at the ONNX inputs' type) is the same with and without it."""
+    weights = []
+    for folder, options in (("a/cuda-fp16", {}), ("b/cuda-fp16", {"kvCacheQuantizationBits": "4"})):
+        path = write(tmp_path, folder, config(MINI_128K, "model.onnx", [{"cuda": options}]))
+        (line,) = [e for f in sits001(path) for e in f.evidence if e.startswith("weights ≈")]
+        weights.append(line)
+    assert weights[0] == weights[1]
+    assert f"{VOCAB} vocab · 3072 embeddings · 2 B" in weights[1], weights[1]
+
+
 def test_head_size_as_written_wins_over_hidden_over_heads(tmp_path):
     """Gemma-7B-style decoders have head_size 256 while hidden_size / heads is 192: the KV uses
     head_size as written, and hidden_size / heads only when head_size is missing."""

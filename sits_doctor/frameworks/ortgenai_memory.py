@@ -63,12 +63,13 @@ def predict_ortgenai(plan) -> Preallocation:
     params = 12 * layers * hidden * hidden + (_pos_int(val("model.vocab_size")) or 0) * hidden if layers and hidden else None
     if prec.name is None and weights_file is not None and params:
         prec = precision_from_size(weights_file, params, "the decoder's ONNX files")
-    io = io_bytes(prec, dev)
+    io = io_bytes(prec, dev)  # the ONNX inputs' and outputs' type: the embeddings' too
     quant = _kv_quant_bits(providers)
     if quant is not None:
-        io = (quant / 8, quant / 8)
+        kv_bytes = (quant / 8, quant / 8)
         assumptions.append(f"KV dtype: {quant}-bit (provider option {KV_QUANT_OPTION} \"{quant}\")")
     else:
+        kv_bytes = io
         assumptions.append(f"KV dtype: {_bytes_text(io)} per element (the ONNX past inputs' type; precision: {prec.source}; "
                            f"device: {dev.source})")
     measured = weights_file is not None
@@ -89,14 +90,14 @@ def predict_ortgenai(plan) -> Preallocation:
     if None in (layers, kv, head, length) or not isinstance(length, int):
         return Preallocation(None, weights, None, None, dev, prec, measured, tuple(steps), tuple(assumptions + [
             "the decoder's shape or max_length is not stated"]))
-    per_token = tuple(2 * layers * batch * beams * kv * head * b for b in io)
+    per_token = tuple(2 * layers * batch * beams * kv * head * b for b in kv_bytes)
     if not share or beams > 1:
         why = "past_present_share_buffer is not true" if not share else "num_beams > 1 turns the shared buffer off"
         steps.append(f"no preallocation: {why}; the KV cache grows (and is copied) step by step")
         return Preallocation(None, weights, length, per_token, dev, prec, measured, tuple(steps), tuple(assumptions))
     total = (per_token[0] * length, per_token[1] * length)
     steps.append(f"KV preallocated = 2 · {layers} layers · {batch * beams} sequence(s) · {kv} KV heads · "
-                 f"max_length {length} · head_size {head} · {_bytes_text(io)} = {_range_gib(total)} GiB")
+                 f"max_length {length} · head_size {head} · {_bytes_text(kv_bytes)} = {_range_gib(total)} GiB")
     return Preallocation(total, weights, length, per_token, dev, prec, measured, tuple(steps), tuple(assumptions))
 
 
