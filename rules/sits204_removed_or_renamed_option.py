@@ -564,7 +564,8 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
     from sits_doctor.schemas.ortgenai import ROOT, SESSION_OPTION_KEYS, schema_errors
 
-    from sits_doctor.frameworks.ortgenai_releases import first_knowing, judged_as, passes_unknown_session_options
+    from sits_doctor.frameworks.ortgenai_releases import (
+        first_knowing, judged_as, passes_unknown_session_options, unknown_value_error)
 
     doc, data = plan.doc, plan.doc.data
     judged = judged_as(ctx.target.version)
@@ -585,7 +586,7 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
                     plan, Provenance.at(doc, pointer),
                     f'unknown key "{key}" in {section}: ORT GenAI {judged.release} fails to load the config'
                     + (f"; ORT GenAI knows it from {since}" if since and since != judged.release else ""),
-                    quote=(f"ORT GenAI {judged.release}", f'JSON Error: {section}: Unknown value "{key}"'),
+                    quote=(f"ORT GenAI {judged.release}", unknown_value_error(judged.release, path, key)),
                     evidence=evidence, fix_hint=hint or (f"upgrade to ORT GenAI {since} or later, or remove it"
                                                          if since else "remove it"),
                 )
@@ -593,8 +594,9 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
             since = first_knowing(str(path[0]))
             yield RULE.finding(
                 plan, Provenance.at(doc, _pointer(path)),
-                f'unknown top-level section "{path[0]}": ORT GenAI {judged.release} fails to load the config '
-                "(Unknown value)" + (f"; ORT GenAI knows it from {since}" if since else ""),
+                f'unknown top-level section "{path[0]}": ORT GenAI {judged.release} fails to load the config'
+                + (f"; ORT GenAI knows it from {since}" if since else ""),
+                quote=(f"ORT GenAI {judged.release}", unknown_value_error(judged.release, [], str(path[0]))),
                 evidence=evidence, fix_hint=(f"upgrade to ORT GenAI {since} or later, or remove it" if since else
                                              _did_you_mean(str(path[0]), set(ROOT["properties"])) or "remove it"),
             )

@@ -235,3 +235,30 @@ def test_a_model_that_is_not_an_object_is_not_a_genai_config():
 
     assert not is_genai_config({"model": "gpt2", "search": {}})
     assert is_genai_config({"model": {}, "search": {}}) and is_genai_config({"model": {"context_length": 8}})
+
+
+@pytest.mark.parametrize("name, path, key", [
+    ("unknown_top_object", [], "runtime"), ("unknown_key_search", ["search"], "enable_cuda_graphs"),
+    ("unknown_key_decoder_inputs", ["model", "decoder", "inputs"], "cache_position"),
+    ("unknown_key_model", ["model"], "kv_cache_dtype"),
+])
+def test_unknown_value_error_is_each_releases_own_wording(name, path, key):
+    """The words SITS204 quotes are what every probed wheel printed for an unknown key (0.3.0–0.5.2
+    name the key alone, later ones the section and the quoted key)."""
+    for release in rel.releases():
+        recorded = rel.probe_error(name, release)
+        if recorded is not None:
+            assert rel.parser_message(recorded) == rel.unknown_value_error(release, path, key), release
+
+
+def test_sits204_quotes_the_old_wording_before_0_6(tmp_path):
+    data = json.loads(json.dumps(probe.BASE))
+    data["model"]["decoder"]["bogus_key"] = 1
+    path = tmp_path / "genai_config.json"
+    path.write_text(json.dumps(data, indent=2))
+    quotes = {}
+    for version in ("0.4.0", "0.6.0"):
+        report = check([path], CheckOptions(select=["SITS204"], targets=[f"ortgenai=={version}"], isolated=True))
+        quotes[version] = [e for f in report.findings for e in f.evidence if "JSON Error" in e]
+    assert quotes == {"0.4.0": ["ORT GenAI 0.4.0 prints: JSON Error: Unknown value: bogus_key"],
+                      "0.6.0": ['ORT GenAI 0.6.0 prints: JSON Error: model:decoder: Unknown value "bogus_key"']}

@@ -29,6 +29,7 @@ PROBES_FILE = DATA / "ortgenai_probes.json"
 SESSION_PASS_THROUGH_PROBE = "session_option_unknown_string"  # an unknown string session option
 FRACTION_PROBE = "context_length_float"  # an integer field given 4096.5
 TOP_BOOLEAN_PROBE = "unknown_top_scalar_bool"  # an unknown top-level true
+UNKNOWN_KEY_PROBE = "unknown_key_decoder"  # an unknown key in model.decoder
 PIPELINE_V2_PROBE = "pipeline_v2"  # a "version": 2 pipeline config (microsoft/onnxruntime-genai#2114)
 
 
@@ -139,3 +140,15 @@ def parser_message(error: str) -> str:
     head, json_error, text = error.partition("JSON Error:")
     text = re.sub(r"\s+at line \d+ index \d+$", "", text if json_error else head).strip()
     return f"JSON Error: {text}" if json_error else text
+
+
+def unknown_value_error(release: str, path: list, key: str) -> str:
+    """What ``release``'s parser prints for an unknown ``key`` in the section at ``path`` (``[]``:
+    the top level), in the form its wheel printed for the unknown-key probe: 0.3.0–0.5.2 name the
+    key alone (``JSON Error: Unknown value: key``), 0.6.0 on the section and the quoted key
+    (``JSON Error: model:decoder: Unknown value "key"``)."""
+    recorded = parser_message(probe_error(UNKNOWN_KEY_PROBE, release) or "")
+    if 'Unknown value "' not in recorded:
+        return f"JSON Error: Unknown value: {key}"
+    section = "".join(f"{part}:" for part in path)
+    return f"JSON Error: {section + ' ' if section else ''}Unknown value \"{key}\""

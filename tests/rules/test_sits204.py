@@ -451,9 +451,10 @@ def test_fail_ortgenai_unknown_search_keys(tmp_path, monkeypatch):
 def test_fail_ortgenai_unknown_top_level_object(genai):
     assert genai[19].render() == (
         'genai_config.json:19:3: SITS204 [error] unknown top-level section "runtime": ORT GenAI 0.18.0 fails '
-        "to load the config (Unknown value)"
+        "to load the config"
     )
     assert genai[19].severity is Severity.ERROR
+    assert 'ORT GenAI 0.18.0 prints: JSON Error: Unknown value "runtime"' in genai[19].evidence
 
 
 def test_fail_ortgenai_unknown_top_level_scalar_is_ignored_warning(genai):
