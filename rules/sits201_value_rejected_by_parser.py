@@ -378,16 +378,20 @@ def _vllm_max_model_len(plan: Plan, ctx) -> Iterator[Finding]:
 
 
 def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
+    from sits_doctor.frameworks.ortgenai_releases import judged_as
     from sits_doctor.schemas.ortgenai import schema_errors
 
+    judged = judged_as(ctx.target.version)  # the probed release whose parser speaks for the target
+    who = f"ORT GenAI {judged.release}" + (" (assumed)" if ctx.target.assumed else "")
+    evidence = [f"target: {ctx.target}"] + ([f"judged as ORT GenAI {judged.release}: {judged.note}"] if judged.note else [])
     for error in schema_errors(plan.doc, ctx.target.version):
         if error.validator in ("required", "minimum") and "context_length" in str(error.message) + str(
                 list(error.absolute_path)):
             at = Provenance.at(plan.doc, "/model" if error.validator == "required" else "/model/context_length")
             yield RULE.finding(
                 plan, at,
-                "model context_length is 0 or was not set: ORT GenAI fails to load the config",
-                evidence=[f"target: {ctx.target}"],
+                f"model context_length is 0 or was not set: {who} fails to load the config",
+                evidence=evidence,
                 fix_hint="set model.context_length to the model's maximum sequence length",
             )
             continue
@@ -416,8 +420,8 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
             fix = edit.replace_value(setting, text, f'write "{text}" (a string)')
         yield RULE.finding(
             plan, Provenance.at(plan.doc, pointer),
-            f"{message}: ORT GenAI fails to load the config",
-            evidence=[f"target: {ctx.target}"],
+            f"{message}: {who} fails to load the config",
+            evidence=evidence,
             fix_hint=_hint(error),
             fixes=[fix],
         )

@@ -58,7 +58,7 @@ def test_fail_provider_option_not_a_string(tmp_path, monkeypatch, value, saw, hi
     line, col = line_of(text, '"enable_cuda_graph"')
     assert f.render() == (
         f"genai_config.json:{line}:{col}: SITS201 [error] enable_cuda_graph: expected a string but saw a {saw}: "
-        "ORT GenAI fails to load the config"
+        "ORT GenAI 0.18.0 fails to load the config"
     )
     assert f.fix_hint == hint
 
@@ -69,7 +69,7 @@ def test_fail_fractional_integer(tmp_path, monkeypatch):
     line, col = line_of(text, '"max_length"')
     assert f.render() == (
         f"genai_config.json:{line}:{col}: SITS201 [error] max_length = 4096.5 is not an integer: "
-        "ORT GenAI fails to load the config"
+        "ORT GenAI 0.18.0 fails to load the config"
     )
 
 
@@ -95,7 +95,7 @@ def test_fail_string_where_integer_expected(tmp_path, monkeypatch, key, value, s
     line, col = line_of(text, f'"{key}"')
     assert (f.location.line, f.location.col) == (line, col)
     assert f.message.startswith(f'{key}: expected a')
-    assert f'but saw a string ("{value}"): ORT GenAI fails to load the config' in f.message
+    assert f'but saw a string ("{value}"): ORT GenAI 0.18.0 fails to load the config' in f.message
 
 
 def test_fail_string_where_integer_expected_wording(tmp_path, monkeypatch):
@@ -131,7 +131,7 @@ def test_fail_null_for_known_key(tmp_path, monkeypatch, where, key):
     line, col = line_of(text, f'"{key}"')
     assert (f.location.line, f.location.col) == (line, col)
     assert f.message.startswith(f"{key}: expected ")
-    assert f.message.endswith("but saw a null (null): ORT GenAI fails to load the config")
+    assert f.message.endswith("but saw a null (null): ORT GenAI 0.18.0 fails to load the config")
 
 
 def test_fail_null_graph_optimization_level_says_null(tmp_path, monkeypatch):
@@ -145,7 +145,7 @@ def test_fail_bad_graph_optimization_level(tmp_path, monkeypatch):
     line, col = line_of(text, '"graph_optimization_level"')
     assert f.render() == (
         f'genai_config.json:{line}:{col}: SITS201 [error] graph_optimization_level = "ORT_ENABLE_EVERYTHING" is not '
-        "one of ORT_DISABLE_ALL, ORT_ENABLE_BASIC, ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL: ORT GenAI fails to load "
+        "one of ORT_DISABLE_ALL, ORT_ENABLE_BASIC, ORT_ENABLE_EXTENDED, ORT_ENABLE_ALL: ORT GenAI 0.18.0 fails to load "
         "the config"
     )
 
@@ -244,7 +244,7 @@ def test_fail_ortgenai_context_length_missing_or_zero(tmp_path, monkeypatch, mod
     monkeypatch.chdir(tmp_path)
     report = check(["genai_config.json"], CheckOptions(isolated=True, select=["SITS201"]))
     assert [f.message for f in report.findings] == [
-        "model context_length is 0 or was not set: ORT GenAI fails to load the config"]
+        "model context_length is 0 or was not set: ORT GenAI 0.18.0 (assumed) fails to load the config"]
 
 
 def test_message_says_an_object(tmp_path, monkeypatch):
@@ -314,3 +314,13 @@ def test_python_repr_of_a_dict_is_not_json(tmp_path, monkeypatch):
     assert _serve(tmp_path, monkeypatch, "--additional-config plain") == []
     (h,) = _serve(tmp_path, monkeypatch, "--additional-config \"{a: 1}\"")
     assert "is not JSON" in h.message
+
+
+def test_ortgenai_names_the_release_that_judged_it(tmp_path, monkeypatch):
+    """A version between probed releases is judged as the one below it, and the message says which."""
+    text = genai({"provider_options": [{"cuda": {"enable_cuda_graph": True}}]})
+    found = harness.findings(tmp_path, monkeypatch, {"genai_config.json": text}, "genai_config.json", CODE,
+                             "ortgenai==0.9.1.dev0")
+    f = only(found)
+    assert f.message.endswith(": ORT GenAI 0.9.0 fails to load the config"), f.message
+    assert any(e.startswith("judged as ORT GenAI 0.9.0: ") for e in f.evidence), f.evidence
