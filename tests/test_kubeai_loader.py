@@ -102,7 +102,10 @@ def test_every_chart_profile_names_its_gpu(tmp_path: Path, profile, card, gib):
     (plan,) = check([tmp_path / "m.yaml"]).deployments
     assert plan.facts.gpu.name == card and plan.facts.gpu.count == 1
     assert plan.facts.gpu.memory_gib >= gib * 0.98
-    assert f"resourceProfile '{profile}:1'" in plan.facts.gpu.source
+    assert f"resourceProfile '{profile}:1" in plan.facts.gpu.source
+    # where the chart leaves the card open, the GPU it was sized for says what was assumed
+    from sits_doctor.loaders.kubeai import ASSUMED
+    assert (ASSUMED.get(profile, "") in plan.facts.gpu.source) and (("assumed" in plan.facts.gpu.source) == (profile in ASSUMED))
 
 
 def test_profile_names_cover_the_chart():

@@ -32,12 +32,17 @@ PROFILES: dict[str, str] = {
     "nvidia-gpu-l4": "L4",  # GKE: nvidia-l4
     "nvidia-gpu-l40s": "L40S",
     "nvidia-gpu-h100": "H100-SXM-80GB",  # GKE: nvidia-h100-80gb
-    "nvidia-gpu-gh200": "GH200-96GB",  # the chart does not say which GH200: the smaller memory
+    "nvidia-gpu-gh200": "GH200-96GB",  # ASSUMED says why
     "nvidia-gpu-a100-80gb": "A100-SXM-80GB",  # GKE: nvidia-a100-80gb
     "nvidia-gpu-a100-40gb": "A100-SXM-40GB",  # GKE: nvidia-tesla-a100
     "nvidia-gpu-a16": "A16-16GB",  # one of the board's four GPUs (nvidia.com/gpu: 1)
-    "nvidia-gpu-rtx4070-8gb": "RTX-4070-Laptop-8GB",  # 8 GB: the laptop part (the desktop card has 12)
+    "nvidia-gpu-rtx4070-8gb": "RTX-4070-Laptop-8GB",  # ASSUMED says why
     "amd-gpu-mi300x": "MI300X",
+}
+# What a profile's card was chosen on where the chart leaves it open: said with the GPU it sizes for.
+ASSUMED: dict[str, str] = {
+    "nvidia-gpu-gh200": "the chart does not say which GH200: assumed the 96 GB one (the smaller memory)",
+    "nvidia-gpu-rtx4070-8gb": "8 GB: assumed the RTX 4070 Laptop GPU (the desktop card has 12 GB)",
 }
 # Profile names outside the chart that follow its pattern, "<vendor>-gpu-<card>" (a profile a user
 # added, nvidia-gpu-h200): the card is read from the name; a profile of another name says nothing.
@@ -124,8 +129,9 @@ def _hardware(doc: SourceDoc, profile: Any, pointer: str) -> dict[str, Setting]:
     prov = Provenance.at(doc, pointer)
     site = Site("mapping", doc, pointer)
     card = PROFILES.get(m["name"].lower(), m["card"])
-    out = {"gpu_product": Setting(key="gpu_product", raw_key="resourceProfile", value=card, raw=profile,
-                                  prov=prov, site=site)}
+    assumed = ASSUMED.get(m["name"].lower())
+    out = {"gpu_product": Setting(key="gpu_product", raw_key="resourceProfile", value=card,
+                                  raw=f"{profile} ({assumed})" if assumed else profile, prov=prov, site=site)}
     if m["count"]:
         out["gpu_count"] = Setting(key="gpu_count", raw_key="resourceProfile", value=m["count"], raw=profile,
                                    prov=prov, site=site)
