@@ -39,7 +39,7 @@ class ModelResolver:
         if ref is None:
             return None, "the config names no model"
         if ref.templated:
-            return None, f"the model name comes from a template or variable ({ref.raw})"
+            return None, f"the model name comes from a template or variable ({ref.shown})"
         name = str(ref.value)
         for base in (os.path.dirname(plan.file) or ".", os.getcwd()):
             if (base, name) not in self._local:  # the configs of a folder often name one model

@@ -108,6 +108,16 @@ class Setting(NamedTuple):
     def with_(self, **changes: Any) -> "Setting":
         return self._replace(**changes)
 
+    @property
+    def shown(self) -> str:
+        """``raw`` as a message shows it: a Helm action inside a word (``--x={{ .Values.x }}``,
+        masked while the file is parsed) as ``{{…}}``, not as its mask."""
+        import re
+
+        from sits_doctor.source_yaml import TEMPLATE_MARK
+
+        return re.sub(TEMPLATE_MARK + "_*", "{{…}}", str(self.raw))
+
 
 class Target(NamedTuple):
     """The framework version rules judge against, and how it was chosen."""

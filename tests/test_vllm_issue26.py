@@ -466,3 +466,36 @@ def test_a_target_before_the_tables_is_said_once_for_the_run(tmp_path, monkeypat
     report = run(tmp_path, monkeypatch, "serve.sh", "vllm serve org/m --max-modle-len 4\n", ["SITS204"], ["vllm==0.5.0"])
     assert report.findings == []
     assert any("flags are not judged" in n.message for n in report.notices)
+
+
+def test_templated_extensible_kv_cache_makes_the_pool_unknown(tmp_path, monkeypatch):
+    """At 0.34 whether the extensible KV cache is on decides gpu_memory_utilization's default (1.0
+    or 0.92): from a variable the file does not set, the memory rules say they cannot size it."""
+    (tmp_path / "Chart.yaml").write_text("apiVersion: v2\nname: x\nversion: 0.1.0\n")
+    (tmp_path / "templates").mkdir()
+    text = """apiVersion: apps/v1
+kind: Deployment
+metadata: {name: v}
+spec:
+  template:
+    spec:
+      containers:
+        - name: vllm
+          image: vllm/vllm-openai:v0.34.0
+          args:
+            - --model
+            - meta-llama/Llama-3.1-8B-Instruct
+            - --max-model-len=131072
+            - --enable-extensible-kv-cache={{ .Values.extensible }}
+"""
+    report = run(tmp_path, monkeypatch, "templates/dep.yaml", text, ["SITS001"])
+    (plan,) = report.deployments
+    assert plan.target.version == "0.34.0"
+    assert "--enable-extensible-kv-cache is '{{…}}', a variable or template" in plan.facts.missing["sizing"]
+
+
+def test_the_extensible_default_says_the_platform_was_assumed(tmp_path, monkeypatch):
+    text = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 4096\n"
+    (plan,) = run(tmp_path, monkeypatch, "serve.sh", text, ["SITS001"], ["vllm==0.34.0"]).deployments
+    fraction = plan.facts.serving.memory_fraction
+    assert fraction.value == 1.0 and "as on CUDA and ROCm (assumed)" in str(fraction.prov)

@@ -206,7 +206,9 @@ def is_official_image(name: str) -> bool:
 # a memory check would silently use the default instead (SITS001/SITS007 say they cannot check).
 SIZING = ("tensor_parallel_size", "pipeline_parallel_size", "max_model_len", "gpu_memory_utilization",
           "kv_cache_dtype", "kv_cache_memory_bytes", "max_num_seqs", "max_num_batched_tokens", "block_size",
-          "quantization", "dtype", "enforce_eager", "hf_overrides")
+          "quantization", "dtype", "enforce_eager", "hf_overrides",
+          # these decide whether 0.34's extensible KV cache is on, and so gpu_memory_utilization's default
+          "enable_extensible_kv_cache", "num_gpu_blocks_override")
 # Options that move memory in ways the memory model does not follow (weights offloaded to CPU
 # memory, vllm/model_executor/models/utils.py maybe_offload_to_cpu): set, the memory rules say
 # they cannot check rather than count the offloaded weights on the GPU.
@@ -217,7 +219,7 @@ NOT_MODELLED = {"cpu_offload_gb": "offloads that many GB of weights per GPU to C
 def sizing_unknown(plan) -> list[str]:
     """Why the memory of this plan cannot be sized: sizing options from an unresolved variable
     or template, and set options whose effect the memory model does not follow."""
-    out = [f"{s.raw_key} is {str(s.raw)!r}, a variable or template this file does not set ({s.prov})"
+    out = [f"{s.raw_key} is {s.shown!r}, a variable or template this file does not set ({s.prov})"
            for k, s in plan.settings.items() if s.templated and k.partition(".")[0] in SIZING]
     for key, why in NOT_MODELLED.items():
         s = plan.settings.get(key)
@@ -458,7 +460,8 @@ def effective(plan, target, model_dims=None):
         data_parallel=val("data_parallel_size", default(1)),
         expert_parallel=val("enable_expert_parallel", default(False)),
         memory_fraction=val("gpu_memory_utilization", default(util_default, ARG_UTILS if util_default < 1.0 else
-                            "vllm/config/cache.py resolved_gpu_memory_utilization: the extensible KV cache is on")),
+                            "vllm/config/cache.py resolved_gpu_memory_utilization: the extensible KV cache is on, "
+                            "as on CUDA and ROCm (assumed)")),
         enforce_eager=eager,
         cuda_graphs=cuda_graphs,
         cudagraph_mode=mode,
