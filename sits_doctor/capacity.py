@@ -228,18 +228,21 @@ def predict_plan(plan) -> Prediction | None:
     def v(x, default=None):
         return x.value if x is not None and x.value is not None else default
 
-    from sits_doctor.frameworks.vllm import GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, PIPELINE_PARALLEL, TENSOR_PARALLEL
+    from sits_doctor.frameworks.vllm import (
+        GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, PIPELINE_PARALLEL, TENSOR_PARALLEL, sizing_unknown, utilization_default)
 
     max_len = v(serving.max_model_len)
     tp, pp = _count(serving.tensor_parallel), _count(serving.pipeline_parallel)
-    utilization = _number(serving.memory_fraction, 0.9)
-    unread = [f"{name} {x.value!r} is not a number the file resolves ({x.prov}): not checked"
-              for name, x, n in ((TENSOR_PARALLEL, serving.tensor_parallel, tp),
-                                 (PIPELINE_PARALLEL, serving.pipeline_parallel, pp),
-                                 (GPU_MEMORY_UTILIZATION, serving.memory_fraction, utilization)) if n is None]
-    unread += [f"{key} {s.raw!r} uses a variable or template the file does not resolve ({s.prov}): not checked"
-               for key in (TENSOR_PARALLEL, PIPELINE_PARALLEL, MAX_MODEL_LEN, GPU_MEMORY_UTILIZATION)
-               if (s := plan.settings.get(key)) is not None and s.templated]
+    utilization = _number(serving.memory_fraction, utilization_default(plan.target.version, plan))
+    # what the memory model cannot follow (a variable or template the file does not set, offloading),
+    # as the memory rules say it; then values that are written but are no number
+    unread = [f"{why}: not checked" for why in sizing_unknown(plan)]
+    for name, x, n in ((TENSOR_PARALLEL, serving.tensor_parallel, tp), (PIPELINE_PARALLEL, serving.pipeline_parallel, pp),
+                       (GPU_MEMORY_UTILIZATION, serving.memory_fraction, utilization)):
+        written = plan.settings.get(name)
+        if n is None and not (written is not None and written.templated):
+            shown = written.raw_key if written is not None else name
+            unread.append(f"{shown} {x.value!r} is not a number the file resolves ({x.prov}): not checked")
     if unread:
         return Prediction("vllm", None, None, None, None, None, None, None, (), (), tuple(unread))
     pred = predict_vllm(

@@ -132,7 +132,8 @@ def test_capacity_of_an_unresolved_tp_is_not_checked(tmp_path, hermetic, value):
     write(tmp_path, "serve.sh", f"#!/bin/bash\nvllm serve m --tensor-parallel-size {value}\n")
     r = run_cli("capacity", "serve.sh", "--gpu", "H100", "--isolated", cwd=tmp_path)
     assert r.exit_code in (0, 1), r.stderr
-    assert "tensor_parallel_size" in r.stdout and "not checked" in r.stdout
+    assert "--tensor-parallel-size" in r.stdout and "not checked" in r.stdout
+    assert r.stdout.count("not checked") == 1  # once, not once per way of seeing it
 
 
 def test_default_expansions():
@@ -486,3 +487,14 @@ def test_template_marks_outside_valid_yaml_are_still_neutralised():
 
     (doc,) = parse_yaml("image: {{ .Values.image }}\nargs: [--max-model-len, 4096]\n", "chart.yaml")
     assert doc.data["image"].startswith("__tp") and "/image" in doc.templated
+
+
+@pytest.mark.parametrize("flags, said", [
+    ("--cpu-offload-gb 20", "--cpu-offload-gb '20'"),  # weights offloaded: the memory model does not follow it
+    ("--kv-cache-dtype $KV", "--kv-cache-dtype is '$KV'"),  # a guessed KV dtype would be a guessed verdict
+])
+def test_capacity_says_not_checked_where_the_memory_rules_do(tmp_path, hermetic, flags, said):
+    write(tmp_path, "serve.sh", f"#!/bin/bash\nvllm serve meta-llama/Llama-3.1-8B-Instruct {flags}\n")
+    r = run_cli("capacity", "serve.sh", "--gpu", "H100", "--isolated", cwd=tmp_path)
+    assert r.exit_code in (0, 1), r.stderr
+    assert said in r.stdout and "not checked" in r.stdout, r.stdout
