@@ -312,7 +312,7 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             plan, setting, f"{shown} is accepted by {ctx.target.name} but has no effect: {ignored.why}",
             evidence=evidence + [f"source: {ignored.source}"], severity=Severity.WARNING,
             fix_hint=f"add {fw.flag_of(ignored.unless)}, or remove {shown}" if ignored.unless else hint,
-            fixes=[] if ignored.unless or option is None else [_removal_fix(setting, option)],
+            fixes=[] if ignored.unless or option is None else [_removal_fix(setting, option, ctx.target)],
         )
     if info.segment.get("deprecated"):
         later = [r for r in fw.flag_history(flag) if V(r[1]) >= V(release)]
@@ -339,7 +339,7 @@ def _argparse(setting: Setting) -> tuple[str, str]:
     return "argparse", f"error: unrecognized arguments: {words}"
 
 
-def _removal_fix(setting: Setting, option: fw.Option, target=None):
+def _removal_fix(setting: Setting, option: fw.Option, target):
     """Removing an option that vLLM dropped: safe when it was a no-op or is now rejected
     outright and has no replacement that carries its value; a rename when one does."""
     if option.renamed_to:
