@@ -243,7 +243,8 @@ def _unread(plan: Plan, setting: Setting, evidence: list[str], target=None) -> F
         fixes = [edit.rename(setting, dashed, f"write {dashed}", Safety.UNSAFE, target=target)]
     return RULE.finding(
         plan, setting,
-        f"{name} has no effect and vLLM runs with its default: {plan.lenient}, and {why}",
+        f"{name} has no effect: vLLM runs with its default",
+        why=f"{plan.lenient}, and {why}",
         evidence=evidence, fix_hint=hint, fixes=fixes, severity=Severity.WARNING,
     )
 
@@ -269,17 +270,18 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
     if info is None:
         runs = fw.flag_history(flag)
         # a lenient server (parse_known_args) drops the word and starts: the option has no effect
-        rejected = (fw.KWARGS_UNKNOWN.format(key=setting.raw_key) if plan.kind == fw.KWARGS
-                    else f"{ctx.target.name} rejects it at startup")
-        outcome = f"{plan.lenient}: the option has no effect" if plan.lenient else rejected
+        rejected = fw.KWARGS_UNKNOWN if plan.kind == fw.KWARGS else f"{ctx.target.name} rejects it at startup"
+        outcome = "ignored, so the option has no effect" if plan.lenient else rejected
         severity = Severity.WARNING if plan.lenient else None
-        said = _argparse(setting) if not plan.lenient and plan.kind != fw.KWARGS else None
+        said = (None if plan.lenient else ("Ray Serve LLM", fw.KWARGS_UNKNOWN_ERROR.format(key=setting.raw_key))
+                if plan.kind == fw.KWARGS else _argparse(setting))
+        lenient = plan.lenient or None
         if not runs:
             if plan.parser not in fw.PARSERS_WITH_SERVE_OPTIONS and plan.kind != fw.KWARGS and not plan.lenient:
                 return  # another entrypoint's parser (the legacy api_server) has other options
             close = _did_you_mean(fw.normalize_flag(flag), set(fw.flags_at(release)))
             yield RULE.finding(
-                plan, setting, f"{shown} is not an option of vLLM {release}: {outcome}",
+                plan, setting, f"{shown} is not an option of vLLM {release}: {outcome}", why=lenient,
                 evidence=evidence, fix_hint=close or "remove it, or check the spelling", severity=severity, quote=said,
             )
             return
@@ -295,14 +297,15 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             message = f"{shown} arrived in vLLM {after[0][0]}: {outcome}"
             fixes = []
         yield RULE.finding(plan, setting, message, evidence=evidence, fix_hint=hint, fixes=fixes, severity=severity,
-                           quote=said)
+                           quote=said, why=lenient)
         return
     if info.abbreviation:
         full = info.flag if setting.raw_key.startswith("-") else info.flag[2:]
         yield RULE.finding(
             plan, setting,
-            f"{shown} is an abbreviation of {info.flag}: argparse accepts a unique prefix, but a new vLLM "
-            "option with the same prefix makes it ambiguous and startup fails",
+            f"{shown} is an abbreviation of {info.flag}: a new vLLM option with the same prefix would stop startup",
+            why="argparse accepts a unique prefix of a flag (allow_abbrev); once another option shares the prefix "
+                "it is ambiguous and argparse exits",
             evidence=evidence, severity=Severity.INFO, fix_hint=f"write {full}",
             fixes=[edit.rename(setting, full, f"write {full}", target=ctx.target)],
         )
@@ -422,8 +425,9 @@ def _trtllm_build(plan: Plan, ctx) -> Iterator[Finding]:
         close = closest(flag, known)
         yield RULE.finding(
             plan, setting,
-            f"{flag} is not a trtllm-build flag in the parser snapshots read; whether {ctx.target.name}'s "
-            "trtllm-build accepts it was not checked (argparse refuses an unknown flag: the build would fail)",
+            f"{flag} is not a trtllm-build flag in the parser snapshots read: not checked for {ctx.target.name}",
+            why="argparse refuses an unknown flag, so if this release lacks it too the build fails; which release "
+                "each snapshot is was not established",
             severity=Severity.INFO, evidence=[f"target: {ctx.target}", f"trtllm-build options: {build.SOURCE}"],
             fix_hint=f"did you mean {close}?" if close else "check it against your release's trtllm-build --help")
 
@@ -468,14 +472,17 @@ def _prov(finding: Finding) -> Provenance:
     return Provenance(file=loc.file, pointer=loc.pointer or "")
 
 
-def _starter(plan: Plan, ctx, at: Setting | Provenance) -> str:
-    """Who refuses a bad LLM-API key: the target, or for a section of a disaggregated config the
-    command that builds those workers' LLM from it."""
+def _starter(plan: Plan, ctx, at: Setting | Provenance) -> tuple[str, str | None]:
+    """Who refuses a bad LLM-API key: the target, or for a section of a disaggregated config its
+    workers; and, for those, the command that builds their LLM from the section."""
     from sits_doctor.frameworks.trtllm_disagg import WORKER_ENTRY
     from sits_doctor.loaders.trtllm_disagg import workers
 
     reached = workers(plan, at.prov if isinstance(at, Setting) else at)
-    return ctx.target.name if reached is None else f"{ctx.target.name} ({WORKER_ENTRY}, for the {reached} workers)"
+    if reached is None:
+        return ctx.target.name, None
+    return (f"the {reached} workers of {ctx.target.name}",
+            f"{WORKER_ENTRY} builds each {reached} worker's LLM from its section")
 
 
 def _trtllm_unchecked(plan: Plan, ctx) -> Finding:
@@ -524,10 +531,10 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
         if key in other_fields:
             yield RULE.finding(
                 plan, where,
-                f"{dotted} is an option of the TensorRT backend only ({other} in TensorRT-LLM {release}), "
-                f"not of the PyTorch backend ({class_name}), which was assumed: {trt.ASSUMED_BACKEND_WHY}. "
-                "With the PyTorch backend TensorRT-LLM refuses to start (pydantic extra='forbid'); "
-                "with the TensorRT backend it is accepted",
+                f"{dotted} is an option of the TensorRT backend only: with the PyTorch backend, assumed here, "
+                "TensorRT-LLM refuses to start",
+                why=f"{other} has it in TensorRT-LLM {release}, {class_name} does not (pydantic extra='forbid'); "
+                    f"PyTorch was assumed because {trt.ASSUMED_BACKEND_WHY}",
                 severity=Severity.INFO,
                 evidence=evidence + [f"fields of {class_name} and {other} in {models}"],
                 fix_hint="say which backend runs: backend: tensorrt in the file (or trtllm-serve --backend "
@@ -547,10 +554,11 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
                     "(trtllm-serve loads the YAML as LLM-API fields and renames no key: update_llm_args_with_extra_dict)")
         else:
             hint = f'did you mean "{close}"?' if close else "remove it"
+        starter, how = _starter(plan, ctx, where)
         yield RULE.finding(
             plan, where,
-            f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {_starter(plan, ctx, where)} '
-            "refuses to start",
+            f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {starter} '
+            f"{'refuse' if how else 'refuses'} to start", why=how,
             quote=PYDANTIC_EXTRA,
             evidence=evidence + assumed + [f"fields of {class_name} in {models}"],
             fix_hint=hint,

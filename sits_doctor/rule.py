@@ -30,11 +30,15 @@ class Rule(NamedTuple):
         severity: Severity | None = None,
         fixes: Iterable[Fix | None] = (),
         quote: tuple[str, str] | None = None,
+        why: str | None = None,
     ) -> Finding:
         """A finding at a setting (its file position), or at the plan's anchor when the value
         is a default, a derivation, or missing. ``quote``: (who, text) the framework prints for it
         (its error or warning, word for word): the first evidence line, so the message stays one
-        screen line."""
+        screen line. ``why``: how the framework comes to do what the message says (its mechanism,
+        the rest of the sentence): the evidence line after the quote, for the same reason."""
+        if why is not None:
+            evidence = [f"why: {why}", *evidence]
         if quote is not None:
             evidence = [f"{quote[0]} prints: {quote[1]}", *evidence]
         prov = at.prov if isinstance(at, Setting) else at

@@ -98,12 +98,13 @@ def test_a_bad_key_is_reported_once_at_its_own_position(tmp_path):
     got = [(f.code, f.severity.value, f.location.line, f.location.col, f.message) for f in report.findings]
     assert got == [
         ("SITS204", "error", 7, 1,
-         "print_iter_logs is not an option of TensorRT-LLM 1.2.0 (TorchLlmArgs): TensorRT-LLM 1.2.0 (assumed) "
-         f"({fw.WORKER_ENTRY}, for the context_servers and generation_servers workers) refuses to start"),
+         "print_iter_logs is not an option of TensorRT-LLM 1.2.0 (TorchLlmArgs): the context_servers and "
+         "generation_servers workers of TensorRT-LLM 1.2.0 (assumed) refuse to start"),
         ("SITS204", "error", 19, 3,
-         "max_batch_sise is not an option of TensorRT-LLM 1.2.0 (TorchLlmArgs): TensorRT-LLM 1.2.0 (assumed) "
-         f"({fw.WORKER_ENTRY}, for the generation_servers workers) refuses to start"),
+         "max_batch_sise is not an option of TensorRT-LLM 1.2.0 (TorchLlmArgs): the generation_servers workers of "
+         "TensorRT-LLM 1.2.0 (assumed) refuse to start"),
     ]
+    assert f"why: {fw.WORKER_ENTRY} builds each generation_servers worker's LLM from its section" in report.findings[1].evidence
     assert [f.fix_hint for f in report.findings] == ['did you mean "print_iter_log"?', 'did you mean "max_batch_size"?']
 
 

@@ -29,10 +29,11 @@ def test_a_tensorrt_backend_key_without_a_backend_is_info_naming_the_assumption(
     first, nested = report.findings
     assert rows(report) == [("SITS204", "info", 2, 1), ("SITS204", "error", 4, 3)]
     assert first.message == (
-        "extended_runtime_perf_knob_config is an option of the TensorRT backend only (TrtLlmArgs in TensorRT-LLM "
-        "1.2.0), not of the PyTorch backend (TorchLlmArgs), which was assumed: " + trt.ASSUMED_BACKEND_WHY + ". "
-        "With the PyTorch backend TensorRT-LLM refuses to start (pydantic extra='forbid'); with the TensorRT "
-        "backend it is accepted")
+        "extended_runtime_perf_knob_config is an option of the TensorRT backend only: with the PyTorch backend, "
+        "assumed here, TensorRT-LLM refuses to start")
+    assert first.evidence[0] == (
+        "why: TrtLlmArgs has it in TensorRT-LLM 1.2.0, TorchLlmArgs does not (pydantic extra='forbid'); PyTorch "
+        "was assumed because " + trt.ASSUMED_BACKEND_WHY)
     assert "fields of TorchLlmArgs and TrtLlmArgs in tensorrt_llm/llmapi/llm_args.py@v1.2.0" in first.evidence
     # what is below it is still checked, against the TensorRT backend's class
     assert nested.message.startswith("extended_runtime_perf_knob_config.cuda_grap_mode is not an option of "

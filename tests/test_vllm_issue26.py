@@ -221,8 +221,8 @@ RAY = """applications:
 def test_ray_serve_unknown_engine_kwarg_quotes_rays_error(tmp_path, monkeypatch):
     report = run(tmp_path, monkeypatch, "serve.yaml", RAY, ["SITS204"], ["vllm==0.25.1"])
     (f,) = report.findings
-    assert f.message == ("swap_space was removed in vLLM 0.18.0: Ray Serve LLM fails to start the deployment "
-                         "(ValueError: Unknown engine argument: swap_space)")
+    assert f.message == "swap_space was removed in vLLM 0.18.0: Ray Serve LLM fails to start the deployment"
+    assert f.evidence[0] == "Ray Serve LLM prints: ValueError: Unknown engine argument: swap_space"
     assert "unrecognized arguments" not in f.message
 
 
@@ -447,7 +447,7 @@ def test_ray_serve_engine_kwarg_no_release_has(tmp_path, monkeypatch):
     report = run(tmp_path, monkeypatch, "serve.yaml", RAY.replace("swap_space: 4", "max_modle_len: 4"),
                  ["SITS204"], ["vllm==0.25.1"])
     (f,) = report.findings
-    assert "Unknown engine argument: max_modle_len" in f.message, f.message
+    assert "Unknown engine argument: max_modle_len" in f.evidence[0], f.evidence
 
 
 @pytest.mark.parametrize("name, text, pin", [

@@ -515,7 +515,8 @@ KWARGS = "vllm-kwargs"  # a plan whose settings are EngineArgs keyword arguments
 # FrontendArgs field of the installed vLLM, before vLLM parses anything
 # (python/ray/llm/_internal/serve/engines/vllm/vllm_models.py VLLMEngineConfig.from_llm_config,
 # ray-project/ray@b4061b5).
-KWARGS_UNKNOWN = "Ray Serve LLM fails to start the deployment (ValueError: Unknown engine argument: {key})"
+KWARGS_UNKNOWN = "Ray Serve LLM fails to start the deployment"
+KWARGS_UNKNOWN_ERROR = "ValueError: Unknown engine argument: {key}"  # what it raises
 BOOL_WORDS = ("true", "false")  # a separate word after a flag that takes none: a stray argument
 
 

@@ -636,9 +636,9 @@ def _kserve(tmp_path, monkeypatch, words: str, version: str = "0.20.0"):
 def test_removed_flag_under_parse_known_args_is_ignored_not_fatal(tmp_path, monkeypatch):
     (f,) = _kserve(tmp_path, monkeypatch, "--swap-space=4")
     assert f.severity == Severity.WARNING and (f.location.line, f.location.col) == (13, 11)
-    assert f.message == ("--swap-space was removed in vLLM 0.18.0: KServe's huggingfaceserver reads its arguments with "
-                         "parse_known_args (huggingfaceserver/__main__.py), which ignores words it does not know: the "
-                         "option has no effect")
+    assert f.message == "--swap-space was removed in vLLM 0.18.0: ignored, so the option has no effect"
+    assert f.evidence[0] == ("why: KServe's huggingfaceserver reads its arguments with parse_known_args "
+                             "(huggingfaceserver/__main__.py), which ignores words it does not know")
     # the same word on vllm serve is a startup failure
     (g,) = serve(tmp_path, monkeypatch, "swap-space: 4", "0.20.0")
     assert "rejects it at startup" in g
@@ -647,14 +647,16 @@ def test_removed_flag_under_parse_known_args_is_ignored_not_fatal(tmp_path, monk
 def test_typo_under_parse_known_args_is_reported_as_ignored(tmp_path, monkeypatch):
     (f,) = _kserve(tmp_path, monkeypatch, "--max-num-seqz=8")
     assert f.severity == Severity.WARNING
-    assert f.message.startswith("--max-num-seqz is not an option of vLLM 0.20.0: KServe's")
+    assert f.message == "--max-num-seqz is not an option of vLLM 0.20.0: ignored, so the option has no effect"
+    assert f.evidence[0].startswith("why: KServe's huggingfaceserver reads its arguments with parse_known_args")
 
 
 def test_underscore_spelling_under_parse_known_args_is_unread(tmp_path, monkeypatch):
     (f,) = _kserve(tmp_path, monkeypatch, "--gpu_memory_utilization=0.95")
     assert f.severity == Severity.WARNING
-    assert f.message.startswith("--gpu_memory_utilization has no effect and vLLM runs with its default: KServe's")
-    assert f.message.endswith("and vLLM turns _ into - only in its own parse_args")
+    assert f.message == "--gpu_memory_utilization has no effect: vLLM runs with its default"
+    assert f.evidence[0].startswith("why: KServe's huggingfaceserver reads")
+    assert f.evidence[0].endswith("and vLLM turns _ into - only in its own parse_args")
     assert f.fix_hint == "write it as --gpu-memory-utilization"
     (fix,) = f.fixes
     assert fix.safety.value == "unsafe" and [e.new for e in fix.edits] == ["--gpu-memory-utilization"]
@@ -662,7 +664,7 @@ def test_underscore_spelling_under_parse_known_args_is_unread(tmp_path, monkeypa
 
 def test_dotted_flag_under_parse_known_args_is_unread(tmp_path, monkeypatch):
     (f,) = _kserve(tmp_path, monkeypatch, "--compilation-config.mode=3")
-    assert f.message.endswith("and vLLM expands a dotted --x.y flag only in its own parse_args")
+    assert f.evidence[0].endswith("and vLLM expands a dotted --x.y flag only in its own parse_args")
     assert f.fix_hint == "pass the whole JSON value: --compilation-config '{\"mode\": ...}'" and f.fixes == ()
 
 
