@@ -219,13 +219,14 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
         return
     at = plan.settings.get(MAX_LENGTH)
     kv_low, kv_high = pre.kv_bytes
-    what = (f"search.max_length {pre.max_length} with past_present_share_buffer true preallocates "
-            f"{_gib_range(kv_low, kv_high)} GiB of KV cache when the Generator is created")
+    what = f"search.max_length {pre.max_length} preallocates {_gib_range(kv_low, kv_high)} GiB of KV cache"
+    how = "with past_present_share_buffer true the Generator allocates the whole KV buffer when it is created"
     if pre.device.kind != "gpu":
         memory_of = "system memory" if pre.device.kind == "cpu" else f"the memory of {pre.device.provider}"
         yield RULE.finding(
             plan, at,
-            f"{what}, from {memory_of} ({pre.device.source}): not checked — sits-doctor knows only the GPU's memory",
+            f"{what} from {memory_of}: not checked (sits-doctor knows only the GPU's memory)",
+            why=f"{how}; it runs on {memory_of}: {pre.device.source}",
             evidence=[*pre.steps, *pre.assumptions, f"target: {ctx.target}"], severity=Severity.INFO,
             fix_hint="set search.max_length to the longest sequence you generate (the builder writes context_length)",
         )
@@ -244,17 +245,20 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
                  if at is not None and fits > 0 else [])
         yield RULE.finding(
             plan, at,
-            f"{what}, more than the {max(0.0, room_best) / GIB:.2f} GiB {gpu.name} has for it ({gpu.memory_gib:.2f} GiB"
-            + (f" less {w_low / GIB:.2f} GiB of weights" if w_low else "")
-            + " less 1 GiB for the CUDA context): ORT GenAI fails with \"Could not allocate the key-value cache buffer\"",
+            f"{what}, more than the {max(0.0, room_best) / GIB:.2f} GiB {gpu.name} has for it: the Generator "
+            "fails to allocate it",
+            quote=("ORT GenAI", "Could not allocate the key-value cache buffer"),
+            why=f"{how}; {gpu.name} has {gpu.memory_gib:.2f} GiB"
+                + (f", less {w_low / GIB:.2f} GiB of weights" if w_low else "") + ", less 1 GiB for the CUDA context",
             evidence=evidence, fixes=fixes,
             fix_hint=f"set search.max_length ≤ {fits}" if fits > 0 else "use a GPU with more memory",
         )
     elif kv_high > room_worst:
         yield RULE.finding(
             plan, at,
-            f"{what}; {gpu.name} has {_gib_range(max(0.0, room_worst), room_best)} GiB for it, so whether it fits "
-            f"depends on the export's precision, which nothing states ({pre.precision.source})",
+            f"{what}; {gpu.name} has {_gib_range(max(0.0, room_worst), room_best)} GiB for it: whether it fits "
+            "depends on the export's precision, which nothing states",
+            why=f"{how}; precision: {pre.precision.source}",
             evidence=evidence, severity=Severity.INFO,
             fix_hint=(f"set search.max_length ≤ {fits} to be sure, or keep the ONNX files beside the config"
                       if fits > 0 else "keep the ONNX files beside the config so that their size is known"),
@@ -263,6 +267,7 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
         yield RULE.finding(
             plan, at,
             f"{what}, {kv_low / memory:.0%} of {gpu.name}'s memory, whatever the requests' real lengths",
+            why=how,
             evidence=evidence, severity=Severity.WARNING,
             fix_hint="set search.max_length to the longest sequence you generate (the builder writes context_length)",
         )
@@ -321,22 +326,23 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
     fixes = ([edit.replace_value(length_at, bound, f"set max_length to {bound} (what one sequence can hold)",
                                  Safety.UNSAFE)] if bound > 0 else [])
     if room <= 0:
-        what = (f"the weights alone ({weights.value / memory.GIB:.2f} GiB) leave no room on {gpu.name} "
-                f"({gpu.memory_gib:.2f} GiB) for the KV cache max_length {length} needs ({need / memory.GIB:.2f} GiB): "
+        what = (f"the weights alone ({weights.value / memory.GIB:.2f} GiB) leave no room on {gpu.name} for the KV cache: "
                 "torch.OutOfMemoryError at load or on the first token")
+        why = f"{gpu.name} has {gpu.memory_gib:.2f} GiB; max_length {length} needs {need / memory.GIB:.2f} GiB of KV"
         severity = Severity.ERROR
     elif static:
-        what = (f"cache_implementation {cache.value!r} preallocates max_length {length} tokens of KV "
-                f"({need / memory.GIB:.2f} GiB) at the first generate() call, more than the "
-                f"{max(0.0, room) / memory.GIB:.2f} GiB {gpu.name} has beside the weights: torch.OutOfMemoryError before "
-                "the first token")
+        what = (f"cache_implementation {cache.value!r} preallocates {need / memory.GIB:.2f} GiB of KV, more than "
+                f"{gpu.name} has beside the weights: torch.OutOfMemoryError before the first token")
+        why = (f"the first generate() call allocates max_length {length} tokens of KV; {gpu.name} has "
+               f"{max(0.0, room) / memory.GIB:.2f} GiB beside the weights")
         severity = Severity.ERROR
     else:
-        what = (f"generation_config allows max_length {length} with no max_new_tokens: DynamicCache grows with every "
-                f"token, and one sequence runs out of {gpu.name}'s memory at about token {fits} "
-                f"({need / memory.GIB:.2f} GiB of KV cache at {length}) — torch.OutOfMemoryError mid-answer")
+        what = (f"generation_config max_length {length} with no max_new_tokens: one sequence runs out of "
+                f"{gpu.name}'s memory at about token {fits} (torch.OutOfMemoryError mid-answer)")
+        why = (f"DynamicCache grows with every token; {need / memory.GIB:.2f} GiB of KV cache at {length} tokens, "
+               "more than the GPU has beside the weights")
         severity = Severity.WARNING
-    yield RULE.finding(plan, length_at, what, evidence=evidence, fixes=fixes, severity=severity,
+    yield RULE.finding(plan, length_at, what, why=why, evidence=evidence, fixes=fixes, severity=severity,
                        fix_hint=(f"set max_new_tokens (or max_length ≤ {bound}); for fixed-shape serving, "
                                  "cache_implementation: static with that bound" if bound > 0
                                  else "use a GPU with more memory or a quantized checkpoint"))

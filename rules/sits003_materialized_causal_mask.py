@@ -119,13 +119,14 @@ def _eager(plan: Plan, ctx) -> Iterator[Finding]:
     softcap = plan.settings.get(ta.SOFTCAP_KEY)
     if softcap is not None and softcap.value is not None:
         return  # SDPA refuses logit soft-capping
-    what = (f"{ctx.target.name} computes every layer's full [batch, heads, q, k] score matrix, stores it and masks "
-            "the upper triangle afterwards; SDPA skips the masked blocks and stores no scores")
+    what = f"{ctx.target.name} stores every layer's full [batch, heads, q, k] score matrix"
+    why = "eager attention computes all scores, stores them and masks the upper triangle afterwards; SDPA skips " \
+          "the masked blocks and stores no scores"
     if live:
         switch = (f"model.set_attn_implementation('{ta.SDPA}')" if V(ctx.target.version) >= V(ta.SET_ATTN_IMPLEMENTATION)
                   else f"from_pretrained(..., attn_implementation='{ta.SDPA}')")
         yield RULE.finding(
-            plan, None, f"the model runs {ta.EAGER} attention: {what}",
+            plan, None, f"the model runs {ta.EAGER} attention: {what}", why=why,
             evidence=[f"attention: {ta.EAGER} ({runtime.attention.prov})", f"SDPA support: {runtime.supports_sdpa.prov}",
                       f"target: {ctx.target}"],
             fixes=[edit.display(None, switch, "the implementation of a loaded model is chosen in code")],
@@ -133,7 +134,7 @@ def _eager(plan: Plan, ctx) -> Iterator[Finding]:
         )
         return
     yield RULE.finding(
-        plan, asked, f"{asked.key} {ta.EAGER}: {what}",
+        plan, asked, f"{asked.key} {ta.EAGER}: {what}", why=why,
         evidence=[f"{asked.key} {asked.value} ({asked.prov})", f"SDPA support: {runtime.supports_sdpa.prov}",
                   f"target: {ctx.target}"],
         fixes=[edit.replace_value(asked, ta.SDPA, f"ask for {ta.SDPA}", Safety.UNSAFE)],
@@ -155,9 +156,10 @@ def _chunked_prefill(plan: Plan, ctx) -> Iterator[Finding]:
         return
     yield RULE.finding(
         plan, chunk,
-        f"prefill_chunk_size {chunk.value} with {ta.SDPA}: every prompt chunk after the first has fewer queries than "
-        "keys, so transformers passes SDPA an explicit bottom-right boolean mask, which keeps torch off its flash "
-        "kernel and computes the masked blocks",
+        f"prefill_chunk_size {chunk.value} with {ta.SDPA}: chunks after the first run SDPA off its flash kernel, "
+        "with an explicit mask",
+        why="every prompt chunk after the first has fewer queries than keys, so transformers passes SDPA a "
+            "bottom-right boolean mask, which keeps torch off its flash kernel and computes the masked blocks",
         evidence=[f"prefill_chunk_size {chunk.value} ({chunk.prov})",
                   f"attention: {impl} ({asked.prov if asked is not None else runtime.attention.prov})",
                   f"target: {ctx.target}"],
@@ -184,8 +186,9 @@ def _context_fmha(plan: Plan, ctx) -> Iterator[Finding]:
         fix = edit.replace_value(flag, True, "build with context_fmha enabled", Safety.UNSAFE)
     yield RULE.finding(
         plan, flag,
-        f"the engine {'was' if built else 'is'} built with {shown}: its context phase stores the whole Q*K^T matrix "
-        "before the softmax (memory quadratic in the prompt length, and TensorRT-LLM's slowest attention path)",
+        f"the engine {'was' if built else 'is'} built with {shown}: its context phase stores the whole Q*K^T matrix",
+        why="without fused multi-head attention the scores are materialized before the softmax: memory quadratic in "
+            "the prompt length, and TensorRT-LLM's slowest attention path",
         evidence=[f"{shown} ({flag.prov})", f"target: {ctx.target}"],
         fixes=[fix],
         fix_hint=f"rebuild with {rebuild}" if built else "enable context_fmha (its default)",

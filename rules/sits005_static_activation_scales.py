@@ -157,9 +157,9 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         hint += f"; or, {ACT_CALIB}"
     yield RULE.finding(
         plan, at,
-        f"{whose}{scales.scheme}: activations are quantized with static scales ({_granularity(scales)}, calibrated "
-        "once and stored in the checkpoint) that nothing recalibrates at run time; inputs beyond the calibrated "
-        "range are clipped",
+        f"{whose}{scales.scheme}: static activation scales; inputs beyond the calibrated range are clipped",
+        why=f"activations are quantized with {_granularity(scales)}, calibrated once and stored in the checkpoint; "
+            "nothing recalibrates them at run time",
         evidence=evidence, fix_hint=hint, fixes=fixes,
     )
 

@@ -172,16 +172,17 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     at = kv.setting if explicit else (serving.max_model_len.setting if serving.max_model_len is not None else None)
     low, estimate, high = pred.tokens
     kv_shown = kv_name if explicit else f"auto: the model's {_model_dtype(dims)}"
-    what = (f"KV cache in {_bits(kv_name, dims)} bits ({dtype_name} {kv_shown}) at {len_name} {length}: "
-            + (f"{gpu.name} holds about {fit:.1f} requests of that length at once ({estimate} KV tokens)" if fits
-               else f"one request of that length may not fit on {gpu.name} ({estimate} KV tokens; see SITS001)"))
+    what = (f"KV cache in {_bits(kv_name, dims)} bits at {len_name} {length}: "
+            + (f"about {fit:.1f} requests of that length fit at once" if fits
+               else "one request of that length may not fit (see SITS001)"))
+    held = f"{dtype_name} {kv_shown}: {gpu.name} holds {estimate} KV tokens"
     if card is None:
         if not fits:
             return
         yield RULE.finding(
             plan, at,
-            f"{what}; fp8 KV would hold twice as many, but whether {gpu.name} has fp8 is unknown "
-            "(name the GPU with --gpu to check)",
+            f"{what}; fp8 KV would hold twice as many, if {gpu.name} has fp8",
+            why=f"{held}; whether {gpu.name} has fp8 is unknown (name the GPU with --gpu to check)",
             evidence=[f"GPU: {gpu.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source})", *pred.steps,
                       f"target: {ctx.target}"],
             severity=Severity.INFO,
@@ -197,8 +198,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
     fixes = [_fix(plan, kv if explicit else None, title)]
     yield RULE.finding(
         plan, at,
-        f"{what}; with fp8 KV about {alt.max_concurrency:.1f}{'' if fits else ' fit'} ({alt.tokens[1]} tokens). "
-        f"{scales.message}",
+        f"{what}; with fp8 KV about {alt.max_concurrency:.1f}{'' if fits else ' fit'}",
+        why=f"{held}, {alt.tokens[1]} with fp8. {scales.message}",
         evidence=[
             f"GPU: {card.name}, {gpu.memory_gib:.2f} GiB each ({gpu.source}); "
             f"{'compute capability ' if card.vendor == 'nvidia' else ''}{card.compute_capability} "

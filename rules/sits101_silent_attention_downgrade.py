@@ -138,8 +138,9 @@ def _hf(plan: Plan, ctx) -> Iterator[Finding]:
         name = dims.model_type.value if dims is not None and dims.model_type is not None else "this model"
         yield RULE.finding(
             plan, at,
-            f"{ctx.target.name} has no SDPA path for {name}: with no attn_implementation asked for, it runs eager "
-            "attention, which materializes every layer's [batch, heads, q, k] scores",
+            f"{ctx.target.name} has no SDPA path for {name}: it runs eager attention",
+            why="with no attn_implementation asked for, the class falls back to eager attention, which materializes "
+                "every layer's [batch, heads, q, k] scores",
             evidence=[f"attention: {runtime.attention.prov}", f"SDPA support: {runtime.supports_sdpa.prov}", target],
             fix_hint="ask for an implementation the class has (attn_implementation='flash_attention_2' where flash-attn "
                      "is installed), or serve it with vLLM",
@@ -156,8 +157,8 @@ def _hf(plan: Plan, ctx) -> Iterator[Finding]:
     if (dtype_value in ta.FLOAT32 and effective == ta.SDPA and cc is not None
             and (live or version >= V(ta.DTYPE_AUTO_DEFAULT))):
         bf16 = cc >= ta.BF16_MIN_CC
-        how = ("the model runs in float32" if live else
-               f"{ctx.target.name} loads this model in float32 (from_pretrained's default dtype is the config's)")
+        how = "the model runs in float32" if live else f"{ctx.target.name} loads this model in float32"
+        loaded = "" if live else "from_pretrained's default dtype is the config's; "
         if live:
             hint = f"model.to(torch.{'bfloat16' if bf16 else 'float16'})"
         elif bf16:
@@ -166,8 +167,9 @@ def _hf(plan: Plan, ctx) -> Iterator[Finding]:
             hint = f"pass dtype=torch.float16 to from_pretrained ({card.name} has no bfloat16)"
         yield RULE.finding(
             plan, None if live else dtype,
-            f"{how}, and SDPA has no flash or cuDNN kernel for float32 on {card.name}: it runs the memory-efficient "
-            "kernel or math, and the weights take twice the memory of bfloat16",
+            f"{how}: SDPA has no flash kernel for float32 on {card.name}, and the weights take twice the memory",
+            why=f"{loaded}SDPA has no flash or cuDNN kernel for float32 on {card.name}: it runs the memory-efficient "
+                "kernel or math; float32 weights take twice the memory of bfloat16",
             evidence=[dtype_shown, f"GPU: {card.name}, compute capability {card.compute_capability}",
                       f"attention: {effective}", target],
             fixes=[edit.replace_value(dtype, "bfloat16", "load in bfloat16", Safety.UNSAFE)] if bf16 and not live else [],
@@ -181,8 +183,10 @@ def _flash(plan: Plan, ctx, asked, card, cc) -> Iterator[Finding]:
     if cc is not None and cc < ta.FLASH_MIN_CC:
         yield RULE.finding(
             plan, asked,
-            f"{ta.FLASH_2} on {card.name} (compute capability {card.compute_capability}): flash-attn runs only on Ampere "
-            f"and newer, so the first forward raises RuntimeError: {ta.FLASH_CC_ERROR}",
+            f"{ta.FLASH_2} on {card.name} (compute capability {card.compute_capability}): the first forward raises "
+            "RuntimeError",
+            quote=("flash-attn", f"RuntimeError: {ta.FLASH_CC_ERROR}"),
+            why="flash-attn runs only on Ampere (compute capability 8.0) and newer",
             evidence=[f"{asked.key} {asked.value} ({asked.prov})", f"GPU: {card.name}, compute capability "
                       f"{card.compute_capability}", target],
             severity=Severity.ERROR, fixes=[fix], fix_hint=f"ask for {ta.SDPA}",
@@ -233,8 +237,9 @@ def _output_attentions(plan: Plan, ctx, out, impl) -> Iterator[Finding]:
     else:
         yield RULE.finding(
             plan, out,
-            f"{ta.OUTPUT_ATTENTIONS_KEY} with {shown}: {ctx.target.name} falls back to eager attention on every call "
-            "to return the weights, materializing every layer's [batch, heads, q, k] scores",
+            f"{ta.OUTPUT_ATTENTIONS_KEY} with {shown}: {ctx.target.name} falls back to eager attention on every call",
+            why="only eager attention returns the weights: every call materializes every layer's [batch, heads, q, k] "
+                "scores",
             evidence=evidence, fixes=[fix], fix_hint=hint,
         )
 

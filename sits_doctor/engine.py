@@ -410,8 +410,13 @@ def _merge_unchecked(plan: Plan, found: list[_Unchecked]) -> list[Finding]:
         joined = subjects[0] if len(subjects) == 1 else ", ".join(subjects[:-1]) + " or " + subjects[-1]
         codes = "" if len(group) == 1 else f" ({', '.join(u.module.RULE.code for u in group)})"
         tail = f" against {common}" if common else ""
-        merged.append(first.module.RULE.finding(plan, first.at, f"cannot check {joined}{tail}{codes}: {why}",
-                                                severity=Severity.INFO))
+        # the head says what and why in one line; what each rule would have checked, and the rest
+        # of the reason (what was looked for, what to pass), follow as evidence
+        reason, _, rest = why.partition("; ")
+        subject = joined if len(group) == 1 else "this deployment"
+        evidence = ([] if len(group) == 1 else [f"not checked: {joined}"]) + ([f"why: {rest}"] if rest else [])
+        merged.append(first.module.RULE.finding(plan, first.at, f"cannot check {subject}{tail}{codes}: {reason}",
+                                                evidence=evidence, severity=Severity.INFO))
     return merged
 
 

@@ -54,8 +54,9 @@ class ModelResolver:
         if bundled is not None:
             return self._with_overrides(bundled, plan), None
         return None, (
-            f"model {name!r} is not a local path, its config.json is not in the local Hugging Face "
-            "cache and it is not in the bundled model catalog; pass --model-config PATH (nothing is downloaded)"
+            f"model {name!r} was not found locally; it is not a local path, its config.json is not in the local "
+            "Hugging Face cache and it is not in the bundled model catalog: pass --model-config PATH (nothing is "
+            "downloaded)"
         )
 
     def _from_catalog(self, name: str) -> ModelFacts | None:

@@ -135,7 +135,7 @@ def test_a_finding_names_the_model_and_its_attribute_and_its_fix_is_advice(tmp_p
     assert f.severity == Severity.WARNING
     assert (f.location.file, f.location.line, f.location.col) == ("<model LlamaForCausalLM>", 0, 0)
     assert f.location.pointer == "/generation_config/max_length"
-    assert f.render().startswith("<model LlamaForCausalLM>: SITS001 [warning] generation_config allows max_length "
+    assert f.render().startswith("<model LlamaForCausalLM>: SITS001 [warning] generation_config max_length "
                                  "1000000000 with no max_new_tokens")
     assert f.plan == "live model LlamaForCausalLM"
     (fix,) = f.fixes

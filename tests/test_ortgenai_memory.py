@@ -169,7 +169,8 @@ def test_the_same_export_on_cuda_is_checked_against_the_gpu(tmp_path):
     findings = sits001(path, gpu="T4")
     assert [f.severity.value for f in findings] == ["error"]
     kv = 2 * 32 * 32 * 131072 * 96 * 2 / GIB  # fp16 KV on the GPU
-    assert f"{kv:.2f} GiB" in findings[0].message and "Could not allocate" in findings[0].message
+    assert f"{kv:.2f} GiB" in findings[0].message
+    assert findings[0].evidence[0] == "ORT GenAI prints: Could not allocate the key-value cache buffer"
 
 
 def test_an_npu_provider_is_not_checked(tmp_path):
@@ -183,7 +184,7 @@ def test_unknown_precision_that_decides_the_fit_is_an_info(tmp_path):
     path = write(tmp_path, "phi3-medium-4k/export", config(MEDIUM, "model.onnx", [{"cuda": {}}]))
     findings = sits001(path)
     assert [f.severity.value for f in findings] == ["info"]
-    assert "precision" in findings[0].message and "model.onnx" in findings[0].message
+    assert "precision" in findings[0].message and "model.onnx" in findings[0].evidence[0]
     low, high = weights_gib(findings[0])
     assert low < high
 

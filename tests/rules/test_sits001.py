@@ -220,7 +220,7 @@ def test_warn_hf_dynamic_cache_grows_past_the_gpu(tmp_path, monkeypatch):
     # A10G 22.49 GiB − 14.96 GiB of weights − 1 GiB = 6.53 GiB at 128 KiB per token
     room = 22.49 * 2**30 - 8.03e9 * 2 - 2**30
     assert f"at about token {int(room // (128 * 1024)) // 100}" in f.message  # leading digits; weights rounded
-    assert "16.00 GiB of KV cache at 131072" in f.message
+    assert "16.00 GiB of KV cache at 131072 tokens" in f.evidence[0]
     (fix,) = f.fixes
     assert fix.safety.value == "unsafe"
     bound = int(fix.title.split()[3])
@@ -229,7 +229,8 @@ def test_warn_hf_dynamic_cache_grows_past_the_gpu(tmp_path, monkeypatch):
 
 def test_fail_hf_static_cache_preallocates_at_the_first_call(tmp_path, monkeypatch):
     (f,) = hf(tmp_path, monkeypatch, {"max_length": 131072, "cache_implementation": "static"}).findings
-    assert f.severity.value == "error" and "preallocates max_length 131072" in f.message
+    assert f.severity.value == "error" and "preallocates 16.00 GiB of KV" in f.message
+    assert "allocates max_length 131072 tokens of KV" in f.evidence[0]
 
 
 @pytest.mark.parametrize(("generation", "gpu", "why"), [
@@ -474,8 +475,8 @@ def test_a_live_float32_model_caches_kv_in_float32():
 
     assert token("bfloat16") == []
     (f,) = token("float32")
-    assert "at about token 35520 (32.00 GiB of KV cache at 131072)" in f.message
-    assert "· 4 B · 32 layers" in f.evidence[1]
+    assert "at about token 35520" in f.message and "32.00 GiB of KV cache at 131072 tokens" in f.evidence[0]
+    assert "· 4 B · 32 layers" in f.evidence[2]
 
 
 def test_trtllm_no_block_fits_is_a_startup_failure_not_a_shrink(tmp_path, monkeypatch):

@@ -34,9 +34,9 @@ def hf(tmp_path, monkeypatch, data: dict, target="transformers==5.24.0", generat
 def test_eager_on_a_class_with_sdpa(tmp_path, monkeypatch, key):
     (f,) = hf(tmp_path, monkeypatch, {**LLAMA, key: "eager"})
     assert f.severity == Severity.WARNING
-    assert f.message == (f"{key} eager: transformers 5.24.0 computes every layer's full [batch, heads, q, k] score "
-                         "matrix, stores it and masks the upper triangle afterwards; SDPA skips the masked blocks and "
-                         "stores no scores")
+    assert f.message == f"{key} eager: transformers 5.24.0 stores every layer's full [batch, heads, q, k] score matrix"
+    assert f.evidence[0] == ("why: eager attention computes all scores, stores them and masks the upper triangle "
+                             "afterwards; SDPA skips the masked blocks and stores no scores")
     assert (f.location.line, f.location.col) == (14, 2)
     (fix,) = f.fixes
     assert fix.safety.value == "unsafe"
@@ -63,8 +63,8 @@ def test_softcapping_null_is_no_reason_for_eager(tmp_path, monkeypatch):
 def test_prefill_chunks_get_an_explicit_mask(tmp_path, monkeypatch):
     (f,) = hf(tmp_path, monkeypatch, LLAMA, generation={"max_new_tokens": 256, "prefill_chunk_size": 2048})
     assert f.location.file.endswith("generation_config.json") and (f.location.line, f.location.col) == (3, 2)
-    assert f.message.startswith("prefill_chunk_size 2048 with sdpa: every prompt chunk after the first has fewer "
-                                "queries than keys")
+    assert f.message.startswith("prefill_chunk_size 2048 with sdpa: chunks after the first run SDPA off its flash")
+    assert f.evidence[0].startswith("why: every prompt chunk after the first has fewer queries than keys")
     (fix,) = f.fixes
     assert fix.safety.value == "display" and "causal_trim" in fix.title
 

@@ -17,9 +17,9 @@ CODE = "SITS005"
 LLAMA = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
          "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8, "intermediate_size": 14336,
          "vocab_size": 128256, "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}
-TAIL = ("activations are quantized with static scales (one per-tensor scale per layer input, calibrated once and "
-        "stored in the checkpoint) that nothing recalibrates at run time; inputs beyond the calibrated range are "
-        "clipped")
+TAIL = "static activation scales; inputs beyond the calibrated range are clipped"
+WHY = ("why: activations are quantized with one per-tensor scale per layer input, calibrated once and stored in the "
+       "checkpoint; nothing recalibrates them at run time")
 STATIC_INPUTS = {"num_bits": 8, "type": "float", "symmetric": True, "strategy": "tensor", "observer": "minmax"}
 
 
@@ -64,6 +64,7 @@ def test_fp8_static_fires_at_activation_scheme_and_the_fix_makes_it_dynamic(tmp_
     (f,) = findings(tmp_path, monkeypatch, {"quant_method": "fp8", "activation_scheme": "static"})
     assert f.severity == Severity.WARNING
     assert f.message == f"fp8 activation_scheme static: {TAIL}"
+    assert f.evidence[0] == WHY
     text = config({"quant_method": "fp8", "activation_scheme": "static"})
     assert (f.location.line, f.location.col) == position(text, '"activation_scheme"') == (16, 3)
     assert f.location.pointer == "/quantization_config/activation_scheme"
@@ -121,7 +122,7 @@ def test_ct_dynamic_false_fires_at_dynamic_and_strategy_is_added_when_missing(tm
 
 def test_ct_strategy_is_inferred_from_group_size(tmp_path, monkeypatch):
     (f,) = findings(tmp_path, monkeypatch, ct(group({"num_bits": 8, "group_size": 128})))
-    assert "strategy group:" in f.message and "(group scales, calibrated once" in f.message
+    assert "strategy group:" in f.message and "with group scales, calibrated once" in f.evidence[0]
     (g,) = findings(tmp_path, monkeypatch, ct(group({"num_bits": 8, "group_size": -1})))
     assert "strategy channel:" in g.message
 
@@ -259,8 +260,8 @@ def test_vllm_deployment_reports_the_served_model_at_its_model_line(tmp_path, mo
     (f,) = harness.findings(tmp_path, monkeypatch, {"serve.yaml": serve}, "serve.yaml", CODE, "vllm==0.11.0")
     assert f.message == f"the served model's fp8 activation_scheme static: {TAIL}"
     assert (f.location.file, f.location.line, f.location.col) == ("serve.yaml", 2, 1)
-    assert f.evidence[0] == "fp8 activation_scheme static (m/config.json:16:3)"
-    assert f.evidence[1].startswith("target: vLLM 0.11.0")
+    assert f.evidence[1] == "fp8 activation_scheme static (m/config.json:16:3)"
+    assert f.evidence[2].startswith("target: vLLM 0.11.0")
     assert f.fixes == ()  # the scales are in the checkpoint: no vLLM option replaces them
     assert f.fix_hint == ("re-quantize from the unquantized weights with llm-compressor scheme FP8_DYNAMIC: "
                           "per-token activation scales")

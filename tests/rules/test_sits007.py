@@ -50,9 +50,10 @@ def test_fail_full_context_bf16_kv_on_an_h100(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, LLAMA)
     assert f.severity.value == "warning"
     assert f.location.line == 2  # at max-model-len: the KV dtype is not written
-    assert f.message.startswith(
-        "KV cache in 16 bits (kv_cache_dtype auto: the model's bfloat16) at max_model_len 131072: H100-SXM-80GB holds "
-        "about 3.4 requests of that length at once (440080 KV tokens); with fp8 KV about 6.7 (880176 tokens).")
+    assert f.message == ("KV cache in 16 bits at max_model_len 131072: about 3.4 requests of that length fit at once; "
+                         "with fp8 KV about 6.7")
+    assert f.evidence[0].startswith("why: kv_cache_dtype auto: the model's bfloat16: H100-SXM-80GB holds 440080 KV "
+                                    "tokens, 880176 with fp8.")
     evidence = "\n".join(f.evidence)
     assert "compute capability 9.0 (Hopper): native fp8" in evidence
     assert "KV per token: 128.0 KiB/token/rank" in evidence
@@ -65,7 +66,7 @@ def test_fail_full_context_bf16_kv_on_an_h100(tmp_path, monkeypatch):
 
 def test_fail_written_bfloat16_is_replaced(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, LLAMA + "kv_cache_dtype: bfloat16\n")
-    assert "(kv_cache_dtype bfloat16)" in f.message
+    assert "kv_cache_dtype bfloat16:" in f.evidence[0]
     assert f.location.line == 3
     (fix,) = f.fixes
     assert [e.new for e in fix.edits] == ["fp8"]
@@ -73,7 +74,7 @@ def test_fail_written_bfloat16_is_replaced(tmp_path, monkeypatch):
 
 def test_fail_written_auto_is_replaced(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, LLAMA + "kv-cache-dtype: auto\n")
-    assert "(kv_cache_dtype auto)" in f.message
+    assert "kv_cache_dtype auto:" in f.evidence[0]
     assert [e.new for e in f.fixes[0].edits] == ["fp8"]
 
 
@@ -89,13 +90,13 @@ def test_fail_on_a_command_line_adds_the_flag(tmp_path, monkeypatch):
 def test_info_when_concurrency_is_only_moderately_bound(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, LLAMA, gpu="H200")  # 141 GB: about 6.8 max-length requests
     assert f.severity.value == "info"
-    assert "holds about 6." in f.message
+    assert "about 6." in f.message
 
 
 def test_info_when_the_gpu_is_known_only_by_its_memory(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, LLAMA, gpu=None, gpu_memory=80 * 2**30)
     assert f.severity.value == "info"
-    assert "whether GPU has fp8 is unknown" in f.message
+    assert "whether GPU has fp8 is unknown" in f.evidence[0]
     assert f.fixes == ()
 
 
@@ -147,9 +148,9 @@ def test_fail_when_only_fp8_lets_one_request_fit(tmp_path, monkeypatch):
     # in fp8 about 1.9 such requests do
     (f,) = run(tmp_path, monkeypatch, LLAMA_70B, gpu="MI300X")
     assert f.severity.value == "warning"
-    assert "one request of that length may not fit on MI300X (124768 KV tokens; see SITS001); with fp8 KV about 1.9 fit" \
-        in f.message
-    assert "; gfx942 (CDNA 3): native fp8" in f.evidence[0]
+    assert "one request of that length may not fit (see SITS001); with fp8 KV about 1.9 fit" in f.message
+    assert "MI300X holds 124768 KV tokens" in f.evidence[0]
+    assert "; gfx942 (CDNA 3): native fp8" in f.evidence[1]
 
 
 def test_pass_when_fp8_would_not_fit_either_or_the_gpu_lacks_it(tmp_path, monkeypatch):
@@ -168,7 +169,7 @@ def test_fires_on_ada(tmp_path, monkeypatch):
 
 def test_no_quantization_config_means_no_kv_scales(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, model_with(tmp_path, None))
-    assert f.message.endswith("The checkpoint carries no KV scales: K and V are quantized with scale 1.0.")
+    assert f.evidence[0].endswith("The checkpoint carries no KV scales: K and V are quantized with scale 1.0.")
     assert "KV scales: none: the model config has no quantization_config" in f.evidence
     assert "calibrate them with llm-compressor" in f.fix_hint
 
@@ -180,7 +181,7 @@ def test_compressed_tensors_kv_cache_scheme_carries_scales(tmp_path, monkeypatch
         "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False, "symmetric": True},
     })
     (f,) = run(tmp_path, monkeypatch, text)
-    assert f.message.endswith(
+    assert f.evidence[0].endswith(
         "The checkpoint carries calibrated KV scales (kv_cache_scheme: type float, num_bits 8, strategy tensor).")
     assert f.fix_hint == "set kv_cache_dtype fp8 (the checkpoint's KV scales are used)"
 
@@ -189,18 +190,18 @@ def test_compressed_tensors_without_kv_cache_scheme_has_none(tmp_path, monkeypat
     text = model_with(tmp_path, {"quant_method": "compressed-tensors", "format": "float-quantized",
                                  "kv_cache_scheme": None})
     (f,) = run(tmp_path, monkeypatch, text)
-    assert "(compressed-tensors, no kv_cache_scheme) carries no KV scales" in f.message
+    assert "(compressed-tensors, no kv_cache_scheme) carries no KV scales" in f.evidence[0]
 
 
 def test_fp8_checkpoint_scales_cannot_be_told_from_config_json(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, model_with(tmp_path, {"quant_method": "fp8", "activation_scheme": "dynamic"}))
-    assert "Whether this fp8 checkpoint stores k_scale/v_scale is not in its config.json" in f.message
+    assert "Whether this fp8 checkpoint stores k_scale/v_scale is not in its config.json" in f.evidence[0]
 
 
 def test_weight_only_checkpoint_has_no_kv_scales(tmp_path, monkeypatch):
     text = model_with(tmp_path, {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True})
     (f,) = run(tmp_path, monkeypatch, text)
-    assert "The checkpoint (awq: weights only) carries no KV scales" in f.message
+    assert "The checkpoint (awq: weights only) carries no KV scales" in f.evidence[0]
 
 
 MODELOPT = {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}
@@ -214,7 +215,7 @@ def test_modelopt_fp8_kv_checkpoint_left_to_auto_is_not_reported(tmp_path, monke
 
 def test_modelopt_fp8_kv_checkpoint_forced_to_bf16_is_reported_with_its_scales(tmp_path, monkeypatch):
     (f,) = run(tmp_path, monkeypatch, model_with(tmp_path, MODELOPT) + "kv-cache-dtype: bfloat16\n")
-    assert f.message.endswith("The checkpoint carries calibrated KV scales (ModelOpt kv_cache_quant_algo FP8).")
+    assert f.evidence[0].endswith("The checkpoint carries calibrated KV scales (ModelOpt kv_cache_quant_algo FP8).")
 
 
 # --- the fix, end to end ---------------------------------------------------------------------------
@@ -290,10 +291,10 @@ def test_trtllm_with_a_prediction_adds_dtype_to_kv_cache_config(tmp_path, monkey
     fake_trtllm_pool(monkeypatch)
     (f,) = trt(tmp_path, monkeypatch, TRT)
     assert f.severity.value == "warning"
-    assert f.message.startswith("KV cache in 16 bits (kv_cache_config.dtype auto: the model's bfloat16) at "
-                                "max_seq_len 131072: H100-SXM-80GB holds about 3.1 requests")
+    assert f.message.startswith("KV cache in 16 bits at max_seq_len 131072: about 3.1 requests")
+    assert "kv_cache_config.dtype auto: the model's bfloat16: H100-SXM-80GB holds" in f.evidence[0]
     assert "with fp8 KV about 6.1" in f.message
-    assert f.message.endswith("The checkpoint carries no KV scales.")  # what TensorRT-LLM does then: not stated
+    assert f.evidence[0].endswith("The checkpoint carries no KV scales.")  # what TensorRT-LLM does then: not stated
     (fix,) = f.fixes
     assert fix.safety.value == "unsafe"
     assert [e.new for e in fix.edits] == ["  dtype: fp8\n"]

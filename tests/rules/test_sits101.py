@@ -52,8 +52,9 @@ def test_flash_attention_2_on_turing_fails_at_first_forward(tmp_path, monkeypatc
     data = {**LLAMA, "_attn_implementation": "flash_attention_2"}
     (f,) = hf(tmp_path, monkeypatch, data, "transformers==5.24.0", gpu="T4")
     assert f.severity == Severity.ERROR
-    assert f.message == ("flash_attention_2 on T4 (compute capability 7.5): flash-attn runs only on Ampere and newer, "
-                         "so the first forward raises RuntimeError: FlashAttention only supports Ampere GPUs or newer.")
+    assert f.message == "flash_attention_2 on T4 (compute capability 7.5): the first forward raises RuntimeError"
+    assert f.evidence[:2] == ("flash-attn prints: RuntimeError: FlashAttention only supports Ampere GPUs or newer.",
+                              "why: flash-attn runs only on Ampere (compute capability 8.0) and newer")
     assert (f.location.line, f.location.col) == (14, 2)
     assert json.loads(fixed(tmp_path, f))["_attn_implementation"] == "sdpa"
 
@@ -61,7 +62,7 @@ def test_flash_attention_2_on_turing_fails_at_first_forward(tmp_path, monkeypatc
 @pytest.mark.parametrize("key", ["attn_implementation", "_attn_implementation"])
 def test_both_spellings_are_read(tmp_path, monkeypatch, key):
     (f,) = hf(tmp_path, monkeypatch, {**LLAMA, key: "flash_attention_2"}, "transformers==5.24.0", gpu="V100")
-    assert "compute capability 7.0" in f.message and f"{key} flash_attention_2" in f.evidence[0]
+    assert "compute capability 7.0" in f.message and f"{key} flash_attention_2" in f.evidence[2]
 
 
 def test_flash_attention_2_on_ampere_or_unknown_packages_is_quiet(tmp_path, monkeypatch):
@@ -134,8 +135,8 @@ def test_releases_before_the_known_ones_are_not_judged(tmp_path, monkeypatch):
 # --- a class with no SDPA path --------------------------------------------------------------------
 def test_model_without_sdpa_runs_eager(tmp_path, monkeypatch):
     (f,) = hf(tmp_path, monkeypatch, GEMMA2, "transformers==5.24.0")
-    assert f.message == ("transformers 5.24.0 has no SDPA path for gemma2: with no attn_implementation asked for, it "
-                         "runs eager attention, which materializes every layer's [batch, heads, q, k] scores")
+    assert f.message == "transformers 5.24.0 has no SDPA path for gemma2: it runs eager attention"
+    assert f.evidence[0].endswith("which materializes every layer's [batch, heads, q, k] scores")
     assert (f.location.line, f.location.col) == (2, 2)  # model_type
     assert f.fixes == ()
 
@@ -154,7 +155,7 @@ def test_float32_on_ampere_gets_bfloat16(tmp_path, monkeypatch):
     data = {**LLAMA, "torch_dtype": "float32"}
     (f,) = hf(tmp_path, monkeypatch, data, "transformers==5.24.0", gpu="A10G")
     assert f.severity == Severity.WARNING
-    assert "loads this model in float32" in f.message and "no flash or cuDNN kernel for float32 on A10G" in f.message
+    assert "loads this model in float32" in f.message and "no flash or cuDNN kernel for float32 on A10G" in f.evidence[0]
     assert (f.location.line, f.location.col) == (13, 2)
     assert json.loads(fixed(tmp_path, f))["torch_dtype"] == "bfloat16"
 
@@ -185,7 +186,7 @@ def test_float32_quiet(tmp_path, monkeypatch, data, target, gpu):
 def test_dtype_spelling_of_v5(tmp_path, monkeypatch):
     data = {k: v for k, v in LLAMA.items() if k != "torch_dtype"} | {"dtype": "float32"}
     (f,) = hf(tmp_path, monkeypatch, data, "transformers==5.24.0", gpu="H100")
-    assert "dtype float32" in f.evidence[0]
+    assert "dtype float32" in f.evidence[1]
 
 
 # --- vLLM attention backends ----------------------------------------------------------------------
@@ -274,7 +275,7 @@ def test_live_model_in_float32():
                          intermediate_size=128, vocab_size=128, dtype="float32")
     model = AutoModelForCausalLM.from_config(config)
     (f,) = [f for f in check_model(model, gpu="A10G").findings if f.code == CODE]
-    assert f.message.startswith("the model runs in float32, and SDPA has no flash or cuDNN kernel for float32 on A10G")
+    assert f.message.startswith("the model runs in float32: SDPA has no flash kernel for float32 on A10G")
     assert f.fix_hint == "model.to(torch.bfloat16)" and f.fixes == ()
     assert [f for f in check_model(model, gpu="T4").findings if f.code == CODE][0].fix_hint == "model.to(torch.float16)"
     assert [f for f in check_model(model.to(dtype=__import__("torch").bfloat16), gpu="A10G").findings

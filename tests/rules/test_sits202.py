@@ -361,10 +361,11 @@ def test_fail_unknown_hub_model_is_info_naming_model_config(tmp_path, monkeypatc
     found = findings(tmp_path, monkeypatch, files, "serve.yaml")
     assert [f.render() for f in found] == [
         "serve.yaml:2:1: SITS202 [info] cannot check max_model_len 9000 against the model: model "
-        "'sits-doctor-tests/no-such-model-xyz' is not a local path, its config.json is not in the local "
-        "Hugging Face cache and it is not in the bundled model catalog; pass --model-config PATH (nothing is "
-        "downloaded)"
+        "'sits-doctor-tests/no-such-model-xyz' was not found locally"
     ]
+    assert found[0].evidence == (
+        "why: it is not a local path, its config.json is not in the local Hugging Face cache and it is not in the "
+        "bundled model catalog: pass --model-config PATH (nothing is downloaded)",)
 
 
 def test_pass_templated_max_model_len_is_not_judged(tmp_path, monkeypatch):
