@@ -376,10 +376,9 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
                          else add_option(plan, trt.MAX_SEQ_LEN, bound, title, Safety.UNSAFE))
         yield RULE.finding(
             plan, at if at is not None else plan.anchor,
-            f"max_seq_len {length} ({how}) does not fit one sequence in the KV pool {ctx.target.name} sizes on "
-            f"{where} (about {estimate} tokens): "
-            + ("it starts anyway and shrinks the attention window" if shrinks_window(pred.startup_reason)
-               else "it fails at startup"),
+            f"max_seq_len {length} ({how}) does not fit one sequence in the KV pool on {where} (about {estimate} "
+            "tokens): " + (f"{ctx.target.name} starts anyway and shrinks the attention window"
+                           if shrinks_window(pred.startup_reason) else f"{ctx.target.name} fails at startup"),
             evidence=([pred.startup_reason] if own_explanation(pred.startup_reason) else []) + evidence, fixes=fixes,
             quote=None if own_explanation(pred.startup_reason) else (ctx.target.name, pred.startup_reason),
             fix_hint=_trtllm_hint(engine, bound),

@@ -256,8 +256,9 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     name = str(backend.value).strip().upper()
     yield RULE.finding(
         plan, backend.setting,
-        f"attention backend {name} cannot run on {card.name} (compute capability {card.compute_capability}; it needs "
-        f"{entry.needs()}): {ctx.target.name} stops at startup (ValueError)",
+        f"attention backend {name} cannot run on {card.name} (compute capability {card.compute_capability}): "
+        f"{ctx.target.name} stops at startup (ValueError)",
+        why=f"{name} needs {entry.needs()}",
         quote=(ctx.target.name, va.ERROR.format(name=name)),
         evidence=[f"attention backend {backend.value} ({backend.prov})",
                   f"GPU: {card.name}, compute capability {card.compute_capability}",

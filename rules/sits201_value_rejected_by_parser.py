@@ -188,16 +188,16 @@ def _absorbed_stray_word(plan: Plan, release: str, judged: list):
 def _absorbed(plan: Plan, ctx, setting, info, evidence) -> Finding:
     value = str(setting.raw)
     on = value.strip().lower() == "true"
-    why = (f"{info.flag} takes no value, and the word {value!r} after it is taken by the server parser's optional "
-           f"positional model_tag (make_arg_parser, vLLM ≥{fw.SERVER_PARSER_MODEL_TAG}), which this server does not "
-           f"read: {ctx.target.name} starts")
+    head = f"{info.flag} takes no value; the stray word {value!r} lands in model_tag: {ctx.target.name} starts"
+    why = (f"the server parser's optional positional model_tag (make_arg_parser, vLLM ≥{fw.SERVER_PARSER_MODEL_TAG}) "
+           "takes one word that no flag took, and this server does not read it")
     if on:
         return RULE.finding(
-            plan, setting, why + "; a second such word would be an unrecognized argument",
+            plan, setting, head, why=why + "; a second such word would be an unrecognized argument",
             severity=Severity.INFO, evidence=evidence,
             fix_hint="nothing to change for this entry; keep it the only one whose flag takes no value")
     return RULE.finding(
-        plan, setting, why + f" with {info.flag} set: {value!r} does not turn it off",
+        plan, setting, head + f" with {info.flag} set: {value!r} does not turn it off", why=why,
         severity=Severity.WARNING, evidence=evidence,
         fix_hint=f"remove the entry to keep the default, or set the option where the flag can be written alone",
         fixes=[edit.remove(setting, f"remove {setting.raw_key}", Safety.UNSAFE)])
@@ -215,10 +215,10 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence, release: str) -> Itera
             as_bool = {"true": True, "false": False}.get(word)
             yield RULE.finding(
                 plan, setting,
-                f"`{setting.raw_key}: {value!r}` is a string: vLLM's config loader passes it as a separate "
-                f"word after {shown}, which takes none; {ctx.target.name} fails to start (unrecognized "
-                f"arguments: {value}, or, when the model is not a positional argument, {value!r} taken as the "
-                "model name)",
+                f"`{setting.raw_key}: {value!r}` is a string, a separate word after {shown}: "
+                f"{ctx.target.name} fails to start",
+                why=f"vLLM's config loader passes a string after the flag, which takes none: unrecognized arguments: "
+                    f"{value}, or, when the model is not a positional argument, {value!r} taken as the model name",
                 evidence=evidence, fix_hint=f"write {word} without quotes" if as_bool is not None else "write true or false",
                 fixes=[edit.replace_value(setting, as_bool, f"write {word} (a YAML boolean)")] if as_bool is not None else (),
             )
@@ -231,9 +231,10 @@ def _vllm_value(plan: Plan, ctx, setting, info, evidence, release: str) -> Itera
             if setting.prov.kind == "file" and setting.prov.note:
                 yield RULE.finding(
                     plan, setting,
-                    f"{shown} takes no value, and {word} after it is a separate word ({setting.prov.note}): "
-                    f"where it expands to a word, {ctx.target.name} refuses to start (unrecognized arguments); "
-                    "only an empty, unquoted expansion leaves the flag alone",
+                    f"{shown} takes no value, and {word} after it is a separate word: where it expands to one, "
+                    f"{ctx.target.name} refuses to start",
+                    why=f"{setting.prov.note}; argparse refuses the extra word (unrecognized arguments), and only an "
+                        "empty, unquoted expansion leaves the flag alone",
                     severity=Severity.WARNING, evidence=evidence,
                     fix_hint=f"write {shown} alone, or put the whole flag in the variable",
                     fixes=[edit.display(setting, f"write {shown} alone", "the variable's value is not known here")])

@@ -312,7 +312,8 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
     ignored = fw.ignored_at(setting.key, release, plan) if "." not in setting.key else None
     if ignored is not None:
         yield RULE.finding(
-            plan, setting, f"{shown} is accepted by {ctx.target.name} but has no effect: {ignored.why}",
+            plan, setting, f"{shown} is accepted by {ctx.target.name} but has no effect"
+            + (f" without {fw.flag_of(ignored.unless)}" if ignored.unless else ""), why=ignored.why,
             evidence=evidence + [f"source: {ignored.source}"], severity=Severity.WARNING,
             fix_hint=f"add {fw.flag_of(ignored.unless)}, or remove {shown}" if ignored.unless else hint,
             fixes=[] if ignored.unless or option is None else [_removal_fix(setting, option, ctx.target)],
@@ -626,8 +627,9 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
                 continue  # known, or an ORT config entry ("session.x.y"), or a type error (SITS201)
             yield RULE.finding(
                 plan, Provenance.at(doc, join_pointer(pointer, key)),
-                f'session_options "{key}" is not an option ORT GenAI knows: it is passed to ONNX Runtime '
-                "as a config entry unchecked, and an unknown entry does nothing",
+                f'session_options "{key}" is not an option ORT GenAI knows: it does nothing',
+                why="ORT GenAI passes an unknown session option to ONNX Runtime as a config entry, unchecked, and "
+                    "an entry ONNX Runtime does not know is ignored",
                 evidence=evidence, severity=Severity.WARNING,
                 fix_hint=_did_you_mean(key, SESSION_OPTION_KEYS) or "check the spelling, or remove it",
             )
@@ -642,8 +644,10 @@ def _hf(plan: Plan, ctx) -> Iterator[Finding]:
         return
     yield RULE.finding(
         plan, setting,
-        f'cache_implementation "{setting.value}" is not accepted by {ctx.target.name}: '
-        "loading this generation config raises ValueError (Invalid `cache_implementation`)",
+        f'cache_implementation "{setting.value}" is not accepted by {ctx.target.name}: loading the config raises '
+        "ValueError",
+        why="GenerationConfig.validate checks cache_implementation against the names the release knows "
+            "(Invalid `cache_implementation`)",
         evidence=[f"target: {ctx.target}"],
         fix_hint=f"use one of {', '.join(sorted(accepted - tf.STATIC_CACHE_ALIASES))}",
     )

@@ -89,8 +89,8 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
             dashed = setting.raw_key.replace("_", "-")
             yield RULE.finding(
                 plan, setting,
-                f"`{setting.raw_key}: false` is silently dropped by {ctx.target.name}: it looks "
-                f"for the flag --no-{setting.raw_key}, which does not exist; {key} keeps its default",
+                f"`{setting.raw_key}: false` is silently dropped by {ctx.target.name}: {key} keeps its default",
+                why=f"the config loader looks for the flag --no-{setting.raw_key}, which does not exist",
                 evidence=evidence, fix_hint=f"spell it `{dashed}: false`",
                 severity=Severity.WARNING if on else Severity.INFO,
                 fixes=[edit.rename(setting, dashed, f"spell it {dashed} (the server then runs with "

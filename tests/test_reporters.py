@@ -490,10 +490,13 @@ def test_statistics_prints_counts_only():
 
 def test_one_cannot_check_per_deployment():
     out = _text("fixtures/kubeai/bad_model_removed_flags.yaml").stdout
-    unchecked = [line for line in out.splitlines() if "cannot check" in line]
+    lines = out.splitlines()
+    unchecked = [i for i, line in enumerate(lines) if "cannot check" in line]
     assert len(unchecked) == 1
-    assert ("SITS001 [info] cannot check this deployment, the KV cache dtype or max_model_len 16384 against the "
-            "model (SITS001, SITS007, SITS202): model 'neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8'") in unchecked[0]
+    assert ("SITS001 [info] cannot check this deployment against the model (SITS001, SITS007, SITS202): model "
+            "'neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8' was not found locally") in lines[unchecked[0]]
+    # what each rule would have checked follows as evidence
+    assert "  = not checked: this deployment, the KV cache dtype or max_model_len 16384" in lines
 
 
 def test_notes_about_the_run_have_no_placeholder_path():

@@ -331,7 +331,7 @@ class Ignored(NamedTuple):
 
 LORA_SOURCE = ("vllm/engine/arg_utils.py EngineArgs.create_engine_config (lora_config = LoRAConfig(...) "
                "if self.enable_lora else None) @0.9.2, @0.10.0, @0.17.1, @0.33.0, @0.34.0")
-_LORA_ONLY = "vLLM builds its LoRA config only with --enable-lora; without it this setting is dropped"
+_LORA_ONLY = "vLLM builds its LoRA config only with --enable-lora"
 IGNORED: dict[str, Ignored] = {
     "swap_space": Ignored(
         "0.11.0", "0.17.1",

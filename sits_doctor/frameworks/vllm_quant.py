@@ -37,13 +37,13 @@ def reads_checkpoint_quant(found, version: str | None, asked: bool) -> tuple[boo
         return True, ""
     reads_sidecar = version is None or V(version) >= V(READS_HF_QUANT_CONFIG)
     if quant.where == tf.AUTOGPTQ_CONFIG:
-        return False, ("reads quantize_config.json only when --quantization names a GPTQ method; without it the "
+        return False, ("reads it only when --quantization names a GPTQ method; without it the "
                        "model is built unquantized and the checkpoint's qweight / qzeros / scales tensors have "
                        "nothing to load into")
     if quant.where == tf.HF_QUANT_CONFIG:
         if reads_sidecar:
             return True, ""
-        return False, (f"reads hf_quant_config.json only with --quantization modelopt (on its own from "
+        return False, (f"reads it only with --quantization modelopt (on its own from "
                        f"{READS_HF_QUANT_CONFIG}); without it the model is built unquantized")
     if quant.declared:
         return True, ""

@@ -288,7 +288,7 @@ def test_trtllm_tensorrt_backend_logs_the_cpp_message(tmp_path, monkeypatch):
 def test_trtllm_fail_fast_refuses_instead(tmp_path, monkeypatch):
     (f,) = trt(tmp_path, monkeypatch, "backend: tensorrt\nmax_seq_len: 131072\nmax_batch_size: 8\n"
                                       "fail_fast_on_attention_window_too_large: true\n").findings
-    assert f.message.endswith("it fails at startup") and "shrinks" not in f.message
+    assert f.message.endswith("fails at startup") and "shrinks" not in f.message
     assert "Failing fast" in f.evidence[0]
 
 
@@ -483,4 +483,4 @@ def test_trtllm_no_block_fits_is_a_startup_failure_not_a_shrink(tmp_path, monkey
     """When not even one KV block fits, TensorRT-LLM does not start: the message must not say it
     shrinks the window and goes on."""
     (f,) = trt(tmp_path, monkeypatch, "max_seq_len: 131072\n", gpu="T4").findings  # 15 GiB: bf16 8B weights leave nothing
-    assert f.message.endswith("it fails at startup") and "shrinks" not in f.message
+    assert f.message.endswith("fails at startup") and "shrinks" not in f.message

@@ -202,7 +202,7 @@ def test_pass_vllm_told_the_method(tmp_path, monkeypatch):
 def test_fail_vllm_autogptq_sidecar(tmp_path, monkeypatch):
     (f,) = vllm_findings(tmp_path, monkeypatch, SERVE, "vllm==0.33.0", quantize_config=AUTOGPTQ)
     assert f.severity is Severity.ERROR and f.location.file.endswith("serve.yaml")
-    assert "reads quantize_config.json only when --quantization names a GPTQ method" in f.message
+    assert "reads it only when --quantization names a GPTQ method" in f.message
     assert f.fix_hint.startswith("pass --quantization gptq, or write quantization_config")
 
 
