@@ -118,7 +118,6 @@ def check(plan: Plan, ctx) -> Iterator[Finding]:
         fixes = []
     yield RULE.finding(
         plan, at,
-        f"{ctx.target.name} computes the rotary cos/sin tables of {name} again inside every attention layer, not "
-        "once per forward",
+        f"{ctx.target.name} recomputes {name}'s rotary cos/sin tables in every attention layer, not once per forward",
         evidence=evidence, fix_hint=hint, fixes=fixes,
     )

@@ -230,8 +230,9 @@ def _output_attentions(plan: Plan, ctx, out, impl) -> Iterator[Finding]:
     elif version >= V(ta.SDPA_NO_ATTENTIONS):
         yield RULE.finding(
             plan, out,
-            f"{ta.OUTPUT_ATTENTIONS_KEY} with {shown}: {ctx.target.name} returns no attention weights "
-            "(outputs.attentions is empty), with only a log warning",
+            f"{ta.OUTPUT_ATTENTIONS_KEY} with {shown}: {ctx.target.name} returns no attention weights, with only "
+            "a log warning",
+            why="SDPA computes no attention probabilities: outputs.attentions is empty",
             evidence=evidence, fixes=[fix], fix_hint=hint,
         )
     else:

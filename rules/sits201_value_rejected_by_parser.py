@@ -404,7 +404,7 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
         name = str(error.absolute_path[-1]) if error.absolute_path else "value"
         saw = _JSON_TYPES.get(type(error.instance), type(error.instance).__name__)
         if error.validator == "enum":
-            message = f"{name} = {_short(error.instance)} is not one of {', '.join(error.validator_value)}"
+            message = f"{name} = {_short(error.instance)} is not one of the {len(error.validator_value)} values it takes"
         else:
             wanted = error.validator_value
             wanted = [wanted] if isinstance(wanted, str) else wanted
@@ -440,4 +440,6 @@ def _hint(error) -> str | None:
         if isinstance(error.instance, bool):
             return f'write "{int(error.instance)}" (a string)'
         return f'write "{error.instance}" (a string)'
+    if error.validator == "enum":
+        return f"use one of {', '.join(str(v) for v in error.validator_value)}"
     return None

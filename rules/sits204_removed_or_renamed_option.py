@@ -460,7 +460,7 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
                 continue
             yield RULE.finding(
                 plan, setting,
-                f"{key} is a pre-1.0 LLM-API option: {ctx.target.name} rejects unknown keys at startup",
+                f"{key} is a pre-1.0 LLM-API option: {ctx.target.name} refuses to start",
                 quote=PYDANTIC_EXTRA,
                 evidence=evidence,
                 fix_hint=f"use {hint}" if hint else trt.MIXED_SAMPLER_GONE,
@@ -558,8 +558,7 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
         starter, how = _starter(plan, ctx, where)
         yield RULE.finding(
             plan, where,
-            f'{dotted} is not an option of TensorRT-LLM {release} ({class_name}): {starter} '
-            f"{'refuse' if how else 'refuses'} to start", why=how,
+            f'{dotted} is not a field of {class_name}: {starter} {"refuse" if how else "refuses"} to start', why=how,
             quote=PYDANTIC_EXTRA,
             evidence=evidence + assumed + [f"fields of {class_name} in {models}"],
             fix_hint=hint,
@@ -594,7 +593,7 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
                 yield RULE.finding(
                     plan, Provenance.at(doc, pointer),
                     f'unknown key "{key}" in {section}: ORT GenAI {judged.release} fails to load the config'
-                    + (f"; ORT GenAI knows it from {since}" if since and since != judged.release else ""),
+                    + (f" (known from {since})" if since and since != judged.release else ""),
                     quote=(f"ORT GenAI {judged.release}", unknown_value_error(judged.release, path, key)),
                     evidence=evidence, fix_hint=hint or (f"upgrade to ORT GenAI {since} or later, or remove it"
                                                          if since else "remove it"),
@@ -604,7 +603,7 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
             yield RULE.finding(
                 plan, Provenance.at(doc, _pointer(path)),
                 f'unknown top-level section "{path[0]}": ORT GenAI {judged.release} fails to load the config'
-                + (f"; ORT GenAI knows it from {since}" if since else ""),
+                + (f" (known from {since})" if since else ""),
                 quote=(f"ORT GenAI {judged.release}", unknown_value_error(judged.release, [], str(path[0]))),
                 evidence=evidence, fix_hint=(f"upgrade to ORT GenAI {since} or later, or remove it" if since else
                                              _did_you_mean(str(path[0]), set(ROOT["properties"])) or "remove it"),

@@ -98,10 +98,10 @@ def test_a_bad_key_is_reported_once_at_its_own_position(tmp_path):
     got = [(f.code, f.severity.value, f.location.line, f.location.col, f.message) for f in report.findings]
     assert got == [
         ("SITS204", "error", 7, 1,
-         "print_iter_logs is not an option of TensorRT-LLM 1.2.0 (TorchLlmArgs): the context_servers and "
+         "print_iter_logs is not a field of TorchLlmArgs: the context_servers and "
          "generation_servers workers of TensorRT-LLM 1.2.0 (assumed) refuse to start"),
         ("SITS204", "error", 19, 3,
-         "max_batch_sise is not an option of TensorRT-LLM 1.2.0 (TorchLlmArgs): the generation_servers workers of "
+         "max_batch_sise is not a field of TorchLlmArgs: the generation_servers workers of "
          "TensorRT-LLM 1.2.0 (assumed) refuse to start"),
     ]
     assert f"why: {fw.WORKER_ENTRY} builds each generation_servers worker's LLM from its section" in report.findings[1].evidence

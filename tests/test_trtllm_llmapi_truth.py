@@ -36,8 +36,8 @@ def test_a_tensorrt_backend_key_without_a_backend_is_info_naming_the_assumption(
         "was assumed because " + trt.ASSUMED_BACKEND_WHY)
     assert "fields of TorchLlmArgs and TrtLlmArgs in tensorrt_llm/llmapi/llm_args.py@v1.2.0" in first.evidence
     # what is below it is still checked, against the TensorRT backend's class
-    assert nested.message.startswith("extended_runtime_perf_knob_config.cuda_grap_mode is not an option of "
-                                     "TensorRT-LLM 1.2.0 (ExtendedRuntimePerfKnobConfig)")
+    assert nested.message.startswith("extended_runtime_perf_knob_config.cuda_grap_mode is not a field of "
+                                     "ExtendedRuntimePerfKnobConfig: TensorRT-LLM 1.2.0 (assumed) refuses")
     assert nested.fix_hint == 'did you mean "cuda_graph_mode"?'
 
 

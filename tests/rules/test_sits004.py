@@ -31,7 +31,7 @@ def test_fires_before_4_48_and_not_from_it(tmp_path, monkeypatch, family):
     data = {**MISTRAL, "model_type": family}
     (f,) = findings(tmp_path, monkeypatch, data, "transformers==4.47.1")
     assert f.severity == Severity.WARNING
-    assert f.message == (f"transformers 4.47.1 computes the rotary cos/sin tables of {family} again inside every "
+    assert f.message == (f"transformers 4.47.1 recomputes {family}'s rotary cos/sin tables in every "
                          "attention layer, not once per forward")
     assert (f.location.line, f.location.col) == (2, 2)  # at "model_type"
     assert f.fix_hint.startswith("transformers 4.48.0 and later compute them once per forward")
@@ -81,7 +81,7 @@ def test_auto_map_on_a_native_type_is_judged_as_the_native_class(tmp_path, monke
             "auto_map": {"AutoConfig": "configuration_phi3.Phi3Config",
                          "AutoModelForCausalLM": "modeling_phi3.Phi3ForCausalLM"}}
     (f,) = findings(tmp_path, monkeypatch, data, "transformers==4.47.1")
-    assert f.severity == Severity.WARNING and "of phi3 again inside every attention layer" in f.message
+    assert f.severity == Severity.WARNING and "recomputes phi3's rotary cos/sin tables in every attention layer" in f.message
     assert any("runs only with trust_remote_code=True" in e for e in f.evidence)
     assert findings(tmp_path / "new", monkeypatch, data, "transformers==5.24.0") == []
 

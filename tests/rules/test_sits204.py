@@ -322,8 +322,8 @@ PRE_1_0_EXPECTED = [
 def test_fail_trtllm_pre_1_0_keys_on_1_0(tmp_path, monkeypatch):
     found = findings(tmp_path, monkeypatch, "extra.yaml", PRE_1_0, "trtllm==1.0.0")
     assert [f.render() for f in found] == [
-        f"extra.yaml:{line}:1: SITS204 [error] {key} is a pre-1.0 LLM-API option: TensorRT-LLM 1.0.0 rejects "
-        "unknown keys at startup"
+        f"extra.yaml:{line}:1: SITS204 [error] {key} is a pre-1.0 LLM-API option: TensorRT-LLM 1.0.0 refuses "
+        "to start"
         for line, key, _ in PRE_1_0_EXPECTED
     ]
     assert [f.fix_hint for f in found] == [hint for _, _, hint in PRE_1_0_EXPECTED]
@@ -348,11 +348,11 @@ def test_fail_trtllm_pytorch_backend_config_on_1_2(tmp_path, monkeypatch):
     found = findings(tmp_path, monkeypatch, "extra.yaml", text, "trtllm==1.2.0")
     assert [f.render() for f in found] == [
         "extra.yaml:1:1: SITS204 [error] pytorch_backend_config is a pre-1.0 LLM-API option: TensorRT-LLM 1.2.0 "
-        "rejects unknown keys at startup",
+        "refuses to start",
         "extra.yaml:2:3: SITS204 [error] pytorch_backend_config.use_cuda_graph is a pre-1.0 LLM-API option: "
-        "TensorRT-LLM 1.2.0 rejects unknown keys at startup",
+        "TensorRT-LLM 1.2.0 refuses to start",
         "extra.yaml:3:3: SITS204 [error] pytorch_backend_config.kv_cache_dtype is a pre-1.0 LLM-API option: "
-        "TensorRT-LLM 1.2.0 rejects unknown keys at startup",
+        "TensorRT-LLM 1.2.0 refuses to start",
     ]
     assert found[0].fix_hint == "use its fields at the top level (PyTorchConfig is no longer accepted)"
 
@@ -362,7 +362,7 @@ def test_fail_trtllm_interim_padding_enabled(tmp_path, monkeypatch):
     found = findings(tmp_path, monkeypatch, "extra.yaml", text, "trtllm==1.0.0")
     assert [f.render() for f in found] == [
         "extra.yaml:2:3: SITS204 [error] cuda_graph_config.padding_enabled is a pre-1.0 LLM-API option: "
-        "TensorRT-LLM 1.0.0 rejects unknown keys at startup"
+        "TensorRT-LLM 1.0.0 refuses to start"
     ]
     assert found[0].fix_hint == "use cuda_graph_config.enable_padding"
 
@@ -581,10 +581,10 @@ def test_trtllm_unknown_keys_from_the_release_models(tmp_path, monkeypatch):
             "cuda_graph_config:\n  enable_padding: true\n")
     found = rendered(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.0.0")
     assert found == [
-        "trt.yaml:3:3: SITS204 [error] kv_cache_config.enable_blok_reuse is not an option of TensorRT-LLM 1.0.0 "
-        "(KvCacheConfig): TensorRT-LLM 1.0.0 refuses to start",
-        "trt.yaml:7:3: SITS204 [error] speculative_config.pytorch_weights_path is not an option of TensorRT-LLM "
-        "1.0.0 (EagleDecodingConfig): TensorRT-LLM 1.0.0 refuses to start",
+        "trt.yaml:3:3: SITS204 [error] kv_cache_config.enable_blok_reuse is not a field of KvCacheConfig: "
+        "TensorRT-LLM 1.0.0 refuses to start",
+        "trt.yaml:7:3: SITS204 [error] speculative_config.pytorch_weights_path is not a field of "
+        "EagleDecodingConfig: TensorRT-LLM 1.0.0 refuses to start",
     ]
     assert findings(tmp_path, monkeypatch, "trt.yaml", text, "trtllm==1.0.0")[0].fix_hint == \
         'did you mean "enable_block_reuse"?'

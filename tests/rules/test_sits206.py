@@ -154,8 +154,8 @@ def test_fail_autogptq_sidecar(tmp_path, monkeypatch):
     (f,) = hf_findings(tmp_path, monkeypatch, quantize_config=AUTOGPTQ)
     assert f.severity is Severity.ERROR
     assert f.location.file.endswith("quantize_config.json") and f.location.line == 2
-    assert f.message.startswith("AutoGPTQ int4 quantization is only in quantize_config.json, which transformers")
-    assert "does not read: it builds an unquantized model" in f.message
+    assert f.message.startswith("AutoGPTQ int4 quantization is only in quantize_config.json: transformers")
+    assert "does not read it and builds an unquantized model" in f.message
     assert f.fix_hint == 'write the recipe into config.json\'s quantization_config with "quant_method": "gptq"'
 
 
