@@ -282,7 +282,10 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
             close = _did_you_mean(fw.normalize_flag(flag), set(fw.flags_at(release)))
             yield RULE.finding(
                 plan, setting, f"{shown} is not an option of vLLM {release}: {outcome}", why=lenient,
-                evidence=evidence, fix_hint=close or "remove it, or check the spelling", severity=severity, quote=said,
+                evidence=evidence, severity=severity, quote=said,
+                fix_hint=close or ("remove it, or check the spelling" if not ctx.target.assumed else
+                                   f"check the spelling, or remove it if you run vLLM {release} or older; if the file "
+                                   "is for a newer release, pin it with --target vllm==VERSION"),
             )
             return
         before = [r for r in runs if V(r[1]) < V(release)]
@@ -553,8 +556,13 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
         if moved:
             hint = (f"--{key} is trtllm-serve's command-line flag; in the YAML its value goes to {moved} "
                     "(trtllm-serve loads the YAML as LLM-API fields and renames no key: update_llm_args_with_extra_dict)")
+        elif close:
+            hint = f'did you mean "{close}"?'
+        elif ctx.target.assumed:  # a release newer than the tables may have it
+            hint = (f"remove it if you run TensorRT-LLM {release} or older; if the file is for a newer release, "
+                    "pin it with --target trtllm==VERSION")
         else:
-            hint = f'did you mean "{close}"?' if close else "remove it"
+            hint = "remove it"
         starter, how = _starter(plan, ctx, where)
         yield RULE.finding(
             plan, where,

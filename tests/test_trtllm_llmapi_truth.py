@@ -155,3 +155,14 @@ def test_a_server_only_flag_name_is_not_moved(tmp_path):
     (finding,) = check(tmp_path, "max_num_tokens: 8\nport: 8000\n").findings
     assert (finding.severity.value, finding.location.line) == ("error", 2)
     assert "command-line flag" not in finding.fix_hint and not any(f.title.startswith("move") for f in finding.fixes)
+
+
+def test_an_unknown_key_under_an_assumed_release_does_not_just_say_remove_it(tmp_path):
+    """Nothing pins the version: a key the newest release read lacks may be a newer release's field
+    (TensorRT-LLM main's use_kv_cache_manager_v2), so the hint names both ways out."""
+    text = "kv_cache_config:\n  use_kv_cache_manager_v2: false\n"
+    (assumed,) = check(tmp_path, text).findings
+    assert assumed.fix_hint.startswith("remove it if you run TensorRT-LLM 1.2.0 or older")
+    assert "--target trtllm==VERSION" in assumed.fix_hint
+    (pinned,) = check(tmp_path, text, targets=["trtllm==1.2.0"]).findings
+    assert pinned.fix_hint == "remove it"

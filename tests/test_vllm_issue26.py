@@ -499,3 +499,11 @@ def test_the_extensible_default_says_the_platform_was_assumed(tmp_path, monkeypa
     (plan,) = run(tmp_path, monkeypatch, "serve.sh", text, ["SITS001"], ["vllm==0.34.0"]).deployments
     fraction = plan.facts.serving.memory_fraction
     assert fraction.value == 1.0 and "as on CUDA and ROCm (assumed)" in str(fraction.prov)
+
+
+def test_a_flag_no_release_has_under_an_assumed_release_names_both_ways_out(tmp_path, monkeypatch):
+    text = "vllm serve org/m --enable-frobnication\n"
+    (f,) = run(tmp_path, monkeypatch, "serve.sh", text, ["SITS204"]).findings
+    assert "pin it with --target vllm==VERSION" in f.fix_hint and f"vLLM {fw.NEWEST} or older" in f.fix_hint
+    (g,) = run(tmp_path, monkeypatch, "serve.sh", text, ["SITS204"], ["vllm==0.20.0"]).findings
+    assert g.fix_hint == "remove it, or check the spelling"
