@@ -702,3 +702,16 @@ def test_a_config_with_only_a_known_model_type_is_a_model_config(tmp_path, data,
     if read:
         dims = report.deployments[0].facts.model
         assert dims.layers.value > 0 and "default of transformers" in str(dims.layers.prov)
+
+
+def test_a_quant_config_alone_says_the_checkpoint_is_not_checked(tmp_path):
+    """A lone hf_quant_config.json (a repository root with no config.json) is no '0 findings'."""
+    from sits_doctor.engine import CheckOptions, check
+
+    (tmp_path / "hf_quant_config.json").write_text(
+        '{"producer": {"name": "modelopt"}, "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": null}}')
+    report = check([tmp_path], CheckOptions(isolated=True))
+    assert report.findings == [] and not report.errors
+    assert any("without a config.json beside it" in n.message for n in report.notices)
+    (tmp_path / "config.json").write_text('{"model_type": "llama"}')  # beside a config.json it is read with it
+    assert not any("without a config.json" in n.message for n in check([tmp_path], CheckOptions(isolated=True)).notices)

@@ -264,6 +264,9 @@ def _plans_of(doc: SourceDoc, path: Path, consumed: set[Path], result: LoadResul
         if hf.is_generation_config(data):
             return [hf.plan_from_sidecar(doc, "hf-generation-config")]
         if hf.is_quant_config(data) or (path.name == hf.AUTOGPTQ_NAME and hf.is_autogptq_config(data)):
+            # (beside a config.json it is read with it: _sidecars)
+            result.notices.append(Notice(doc.path, "a quantization config without a config.json beside it: what "
+                                                   "a framework reads of the checkpoint's quantization is not checked"))
             return [hf.plan_from_sidecar(doc, "hf-quant-config")]
         if _is_kserve(data):
             return _wrapper("kserve").plans(doc)
