@@ -225,7 +225,7 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
         memory_of = "system memory" if pre.device.kind == "cpu" else f"the memory of {pre.device.provider}"
         yield RULE.finding(
             plan, at,
-            f"{what} from {memory_of}: not checked (sits-doctor knows only the GPU's memory)",
+            f"{what} from {memory_of}: not checked (only GPU memory is)",
             why=f"{how}; it runs on {memory_of}: {pre.device.source}",
             evidence=[*pre.steps, *pre.assumptions, f"target: {ctx.target}"], severity=Severity.INFO,
             fix_hint="set search.max_length to the longest sequence you generate (the builder writes context_length)",
@@ -256,8 +256,8 @@ def _ortgenai(plan: Plan, ctx) -> Iterator[Finding]:
     elif kv_high > room_worst:
         yield RULE.finding(
             plan, at,
-            f"{what}; {gpu.name} has {_gib_range(max(0.0, room_worst), room_best)} GiB for it: whether it fits "
-            "depends on the export's precision, which nothing states",
+            f"{what}; {gpu.name} has {_gib_range(max(0.0, room_worst), room_best)} GiB for it: that depends on the "
+            "export's unstated precision",
             why=f"{how}; precision: {pre.precision.source}",
             evidence=evidence, severity=Severity.INFO,
             fix_hint=(f"set search.max_length ≤ {fits} to be sure, or keep the ONNX files beside the config"
@@ -338,7 +338,7 @@ def _transformers(plan: Plan, ctx) -> Iterator[Finding]:
         severity = Severity.ERROR
     else:
         what = (f"generation_config max_length {length} with no max_new_tokens: one sequence runs out of "
-                f"{gpu.name}'s memory at about token {fits} (torch.OutOfMemoryError mid-answer)")
+                f"{gpu.name}'s memory near token {fits} (torch.OutOfMemoryError)")
         why = (f"DynamicCache grows with every token; {need / memory.GIB:.2f} GiB of KV cache at {length} tokens, "
                "more than the GPU has beside the weights")
         severity = Severity.WARNING
@@ -376,9 +376,9 @@ def _trtllm(plan: Plan, ctx) -> Iterator[Finding]:
                          else add_option(plan, trt.MAX_SEQ_LEN, bound, title, Safety.UNSAFE))
         yield RULE.finding(
             plan, at if at is not None else plan.anchor,
-            f"max_seq_len {length} ({how}) does not fit one sequence in the KV pool on {where} (about {estimate} "
-            "tokens): " + (f"{ctx.target.name} starts anyway and shrinks the attention window"
-                           if shrinks_window(pred.startup_reason) else f"{ctx.target.name} fails at startup"),
+            f"max_seq_len {length} ({how}) is more than the KV pool on {where} holds (about {estimate} tokens): "
+            + (f"{ctx.target.name} shrinks the attention window" if shrinks_window(pred.startup_reason)
+               else f"{ctx.target.name} fails at startup"),
             evidence=([pred.startup_reason] if own_explanation(pred.startup_reason) else []) + evidence, fixes=fixes,
             quote=None if own_explanation(pred.startup_reason) else (ctx.target.name, pred.startup_reason),
             fix_hint=_trtllm_hint(engine, bound),

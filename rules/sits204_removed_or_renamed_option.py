@@ -194,8 +194,8 @@ def _vllm(plan: Plan, ctx) -> Iterator[Finding]:
     capture = plan.get(fw.COMPILATION_MAX_CAPTURE_SIZE)
     if capture is not None:
         if version >= V(fw.COMPILATION_CONFIG_FORBIDS_EXTRA):
-            message = (f"compilation_config.max_capture_size is not a field in {ctx.target.name}, "
-                       "whose CompilationConfig forbids unknown fields: startup fails")
+            message = (f"compilation_config.max_capture_size is not a CompilationConfig field in {ctx.target.name}: "
+                       "startup fails (unknown fields are forbidden)")
             severity = Severity.ERROR
         elif version >= V(fw.MAX_CAPTURE_SIZE_GONE):
             message = (f"compilation_config.max_capture_size is not a field in {ctx.target.name}: "
@@ -535,8 +535,8 @@ def _trtllm_unknown(plan: Plan, ctx, class_name: str, data: dict, prefix: str, r
         if key in other_fields:
             yield RULE.finding(
                 plan, where,
-                f"{dotted} is an option of the TensorRT backend only: with the PyTorch backend, assumed here, "
-                "TensorRT-LLM refuses to start",
+                f"{dotted} is a TensorRT-backend option: under the PyTorch backend, assumed here, TensorRT-LLM "
+                "refuses it",
                 why=f"{other} has it in TensorRT-LLM {release}, {class_name} does not (pydantic extra='forbid'); "
                     f"PyTorch was assumed because {trt.ASSUMED_BACKEND_WHY}",
                 severity=Severity.INFO,

@@ -111,7 +111,7 @@ def _transformers(plan: Plan, ctx, found, vllm_reads: bool) -> Iterator[Finding]
             return
         what = f"{_written(quant)}: {ctx.target.name} refuses to load it (ValueError)"
     else:
-        what = (f"{_written(quant)}: {ctx.target.name} does not read it and builds an unquantized model "
+        what = (f"{_written(quant)}: {ctx.target.name} ignores it and builds an unquantized model "
                 "(wrong outputs)")
     also = (f"vLLM reads it (from {vq.READS_HF_QUANT_CONFIG})" if vllm_reads
             else "vLLM does not read it either without --quantization")

@@ -29,8 +29,8 @@ def test_a_tensorrt_backend_key_without_a_backend_is_info_naming_the_assumption(
     first, nested = report.findings
     assert rows(report) == [("SITS204", "info", 2, 1), ("SITS204", "error", 4, 3)]
     assert first.message == (
-        "extended_runtime_perf_knob_config is an option of the TensorRT backend only: with the PyTorch backend, "
-        "assumed here, TensorRT-LLM refuses to start")
+        "extended_runtime_perf_knob_config is a TensorRT-backend option: under the PyTorch backend, assumed here, "
+        "TensorRT-LLM refuses it")
     assert first.evidence[0] == (
         "why: TrtLlmArgs has it in TensorRT-LLM 1.2.0, TorchLlmArgs does not (pydantic extra='forbid'); PyTorch "
         "was assumed because " + trt.ASSUMED_BACKEND_WHY)

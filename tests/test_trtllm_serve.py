@@ -266,8 +266,8 @@ def test_a_serve_plan_goes_through_the_rules(monkeypatch, hermetic, tmp_path):
     text = script.read_text()
     col = text.index("--max_seq_len") + 1
     assert finding.render().startswith(
-        f"{script}:1:{col}: SITS001 [error] max_seq_len 131072 (as set) does not fit one sequence in the KV pool "
-        "on L4 (21.95 GiB) (about 39104 tokens): TensorRT-LLM 1.0.0 starts anyway")
+        f"{script}:1:{col}: SITS001 [error] max_seq_len 131072 (as set) is more than the KV pool on L4 (21.95 GiB) "
+        "holds (about 39104 tokens): TensorRT-LLM 1.0.0 shrinks the attention window")
     (fix,) = finding.fixes
     at = text.index("131072")
     assert (fix.title, [(e.start, e.end, e.new) for e in fix.edits], fix.safety.value) == (

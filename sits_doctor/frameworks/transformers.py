@@ -424,7 +424,7 @@ def _ct_scales(model, quant: dict, base: str):
         at = f"{base}/{CT_GROUPS}/{escape_token(name)}/{CT_INPUTS}"
         if CT_DYNAMIC in inputs:
             at += f"/{CT_DYNAMIC}"
-        written = f"unset (default {_shown(CT_DYNAMIC_DEFAULT)})" if CT_DYNAMIC not in inputs else _shown(dynamic)
+        written = f"unset ({_shown(CT_DYNAMIC_DEFAULT)})" if CT_DYNAMIC not in inputs else _shown(dynamic)
         shown = f"{CT_METHOD} {CT_GROUPS}.{name}.{CT_INPUTS} with {CT_DYNAMIC} {written}, {CT_STRATEGY} {strategy}"
         found.append((not static, _value(model.doc, model.path, at,
                                          ActivationScales(static, str(strategy), shown, CT_METHOD, str(name)))))

@@ -37,7 +37,7 @@ def reads_checkpoint_quant(found, version: str | None, asked: bool) -> tuple[boo
         return True, ""
     reads_sidecar = version is None or V(version) >= V(READS_HF_QUANT_CONFIG)
     if quant.where == tf.AUTOGPTQ_CONFIG:
-        return False, ("reads it only when --quantization names a GPTQ method; without it the "
+        return False, ("reads it only with a GPTQ --quantization; without it the "
                        "model is built unquantized and the checkpoint's qweight / qzeros / scales tensors have "
                        "nothing to load into")
     if quant.where == tf.HF_QUANT_CONFIG:

@@ -219,7 +219,7 @@ def test_warn_hf_dynamic_cache_grows_past_the_gpu(tmp_path, monkeypatch):
     assert f.severity.value == "warning" and f.location.file.endswith("generation_config.json")
     # A10G 22.49 GiB − 14.96 GiB of weights − 1 GiB = 6.53 GiB at 128 KiB per token
     room = 22.49 * 2**30 - 8.03e9 * 2 - 2**30
-    assert f"at about token {int(room // (128 * 1024)) // 100}" in f.message  # leading digits; weights rounded
+    assert f"near token {int(room // (128 * 1024)) // 100}" in f.message  # leading digits; weights rounded
     assert "16.00 GiB of KV cache at 131072 tokens" in f.evidence[0]
     (fix,) = f.fixes
     assert fix.safety.value == "unsafe"
@@ -475,7 +475,7 @@ def test_a_live_float32_model_caches_kv_in_float32():
 
     assert token("bfloat16") == []
     (f,) = token("float32")
-    assert "at about token 35520" in f.message and "32.00 GiB of KV cache at 131072 tokens" in f.evidence[0]
+    assert "near token 35520" in f.message and "32.00 GiB of KV cache at 131072 tokens" in f.evidence[0]
     assert "· 4 B · 32 layers" in f.evidence[2]
 
 

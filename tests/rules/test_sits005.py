@@ -98,7 +98,7 @@ def test_fp8_scheme_is_read_case_insensitively_as_transformers_does(tmp_path, mo
 def test_ct_without_dynamic_is_static_by_default_and_the_fix_adds_it(tmp_path, monkeypatch):
     (f,) = findings(tmp_path, monkeypatch, ct(group(STATIC_INPUTS)))
     assert f.message == ("compressed-tensors config_groups.group_0.input_activations with dynamic unset "
-                         f"(default false), strategy tensor: {TAIL}")
+                         f"(false), strategy tensor: {TAIL}")
     assert f.location.pointer == "/quantization_config/config_groups/group_0/input_activations"
     assert (f.location.line, f.location.col) == position(config(ct(group(STATIC_INPUTS))), '"input_activations"')
     data = json.loads(fixed(tmp_path, f))

@@ -271,16 +271,16 @@ def test_fail_max_capture_size_not_a_field_from_0_11_1(tmp_path, monkeypatch, ve
 def test_fail_max_capture_size_mapping_is_located_at_the_nested_key(tmp_path, monkeypatch):
     text = "model: ./m\ncompilation-config:\n  max_capture_size: 256\n"
     assert rendered(tmp_path, monkeypatch, "serve.yaml", text, "vllm==0.16.0") == [
-        "serve.yaml:3:3: SITS204 [error] compilation_config.max_capture_size is not a field in vLLM 0.16.0, "
-        "whose CompilationConfig forbids unknown fields: startup fails"
+        "serve.yaml:3:3: SITS204 [error] compilation_config.max_capture_size is not a CompilationConfig field in vLLM "
+        "0.16.0: startup fails (unknown fields are forbidden)"
     ]
 
 
 def test_fail_max_capture_size_dotted_k8s_flag(tmp_path, monkeypatch):
     found = k8s(tmp_path, monkeypatch, '"-cc.max_capture_size=256"', "0.16.0")
     assert found == [
-        "k8s.yaml:11:36: SITS204 [error] compilation_config.max_capture_size is not a field in vLLM 0.16.0, "
-        "whose CompilationConfig forbids unknown fields: startup fails"
+        "k8s.yaml:11:36: SITS204 [error] compilation_config.max_capture_size is not a CompilationConfig field in vLLM "
+        "0.16.0: startup fails (unknown fields are forbidden)"
     ]
 
 

@@ -155,7 +155,7 @@ def test_fail_autogptq_sidecar(tmp_path, monkeypatch):
     assert f.severity is Severity.ERROR
     assert f.location.file.endswith("quantize_config.json") and f.location.line == 2
     assert f.message.startswith("AutoGPTQ int4 quantization is only in quantize_config.json: transformers")
-    assert "does not read it and builds an unquantized model" in f.message
+    assert "ignores it and builds an unquantized model" in f.message
     assert f.fix_hint == 'write the recipe into config.json\'s quantization_config with "quant_method": "gptq"'
 
 
@@ -202,7 +202,7 @@ def test_pass_vllm_told_the_method(tmp_path, monkeypatch):
 def test_fail_vllm_autogptq_sidecar(tmp_path, monkeypatch):
     (f,) = vllm_findings(tmp_path, monkeypatch, SERVE, "vllm==0.33.0", quantize_config=AUTOGPTQ)
     assert f.severity is Severity.ERROR and f.location.file.endswith("serve.yaml")
-    assert "reads it only when --quantization names a GPTQ method" in f.message
+    assert "reads it only with a GPTQ --quantization" in f.message
     assert f.fix_hint.startswith("pass --quantization gptq, or write quantization_config")
 
 
