@@ -10,6 +10,7 @@ input or a usage error, 3 internal error.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -582,19 +583,48 @@ def _err(text: str, end: str = "\n") -> None:
 
 def _write(stream, text: str) -> None:
     """The one way out of sits-doctor (stdout, stderr, ``-o`` reports): secrets redacted
-    (sits_doctor.redact), a file name's undecodable bytes as ``\\xNN``, and characters the
-    stream's encoding lacks as escapes rather than an error."""
+    (sits_doctor.redact), a file name's undecodable bytes as ``\\xNN``, characters the stream's
+    encoding lacks as escapes rather than an error, and every byte written or an OSError."""
     from sits_doctor.reporters import printable
 
     if stream is None:  # started with the descriptor closed (`>&-`)
         raise ValueError("it is closed")
     text = printable(redact(text))
-    try:
+    binary = getattr(stream, "buffer", None)
+    if binary is None:  # a text-only stream (io.StringIO in tests, a wrapper someone installed)
         stream.write(text)
+        stream.flush()
+        return
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        data = text.encode(encoding, getattr(stream, "errors", None) or "strict")
     except UnicodeEncodeError:  # an encoding without "×" or "…" (PYTHONIOENCODING=ascii)
-        encoding = getattr(stream, "encoding", None) or "utf-8"
-        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
-    stream.flush()
+        data = text.encode(encoding, "backslashreplace")
+    if os.linesep != "\n":
+        data = data.replace(b"\n", os.linesep.encode())
+    stream.flush()  # whatever the text layer still holds goes first
+    _write_all(binary, data)
+    binary.flush()
+
+
+def _write_all(binary, data: bytes) -> None:
+    """Write every byte of ``data``: the unbuffered stdout of PYTHONUNBUFFERED=1 (a raw file)
+    returns short counts that TextIOWrapper drops without a word (a pipe whose reader left, a
+    signal), and a descriptor left non-blocking by the parent (CI runners do) says "later"."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = binary.write(view)
+        except BlockingIOError as exc:
+            n = exc.characters_written or None
+        if n is None:  # would block: wait until the descriptor takes more (as a blocking write would)
+            import select
+
+            select.select([], [binary.fileno()], [])
+            continue
+        if n == 0:
+            raise OSError(errno.EIO, "nothing could be written")
+        view = view[n:]
 
 
 def _why(exc: BaseException) -> str:
