@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+
 MARKER = "***"
 
 # Each pattern starts with its literal text (the boundary before it checked by a look-behind
@@ -50,8 +51,9 @@ _USERINFO = re.compile(r"://(?P<user>[^\s/@\"'`<>\\]+)@")
 
 # A value: quoted (the quotes stay; also the escaped quotes of JSON text and the &quot; of XML),
 # or one run of characters that cannot end a word in YAML, JSON, XML or a shell command.
-_VALUE = (r"(?:\"(?P<dq>[^\"\\\n]*)\"|'(?P<sq>[^'\\\n]*)'|\\\"(?P<eq>[^\"\\\n]*)\\\"|&quot;(?P<xq>[^&<\n]*)&quot;"
-          r"|(?P<bare>[^\s\"'`\\,;|&<>(){}\[\]]+))")
+_BREAKS = r"\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029"  # what str.splitlines() ends a line at: never redacted
+_VALUE = (rf"(?:\"(?P<dq>[^\"\\{_BREAKS}]*)\"|'(?P<sq>[^'\\{_BREAKS}]*)'|\\\"(?P<eq>[^\"\\{_BREAKS}]*)\\\""
+          rf"|&quot;(?P<xq>[^&<{_BREAKS}]*)&quot;|(?P<bare>[^\s\"'`\\,;|&<>(){{}}\[\]]+))")
 _NAME = r"[A-Za-z_][A-Za-z0-9_.-]*"
 _CLOSE = r"(?:\\?[\"']|&quot;)?"  # the closing quote of a quoted name
 
