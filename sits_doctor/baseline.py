@@ -23,12 +23,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 from sits_doctor.errors import InputError
+from sits_doctor.redact import redact
 
 VERSION = 1
 HASH_CHARS = 16
@@ -128,11 +130,48 @@ def write(findings: Iterable[Any], root: Path, docs_of: DocsOf) -> str:
         key = entry_key(finding, root, docs_of)
         counts[key] += 1
         messages[key] = min(messages.get(key, finding.message), finding.message)
-    entries = [
-        {"code": k.code, "path": k.path, "pointer": k.pointer, "hash": k.hash, "count": counts[k], "message": messages[k]}
+    entries = [  # the messages are for people reading the file (it is committed): secrets redacted
+        {"code": k.code, "path": k.path, "pointer": k.pointer, "hash": k.hash, "count": counts[k],
+         "message": redact(messages[k])}
         for k in sorted(counts, key=_order)
     ]
     return json.dumps({"version": VERSION, "entries": entries}, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_file(target: str, findings: Sequence[Any], docs_of: DocsOf, inputs: Iterable[str]) -> int:
+    """Write the baseline of ``findings`` to ``target`` (paths in it relative to its folder) and
+    return how many findings it records. Refused when ``target`` is one of the ``inputs`` (a file
+    being checked); written through a temporary file in the same folder and renamed, so a failed
+    write leaves the old baseline whole. Either failure is an :class:`InputError`."""
+    from sits_doctor.outputs import overwrites_input
+
+    if overwrites_input(target, inputs):
+        raise InputError(target, "refusing to write the baseline over a file being checked")
+    path = Path(target).resolve()  # a symlink is written through, as before
+    text = write(findings, path.parent, docs_of)
+    tmp = None
+    try:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise InputError(target, f"cannot write the baseline: {exc.strerror or exc}") from None
+    return len(findings)
 
 
 def load(path: str | Path) -> Baseline:

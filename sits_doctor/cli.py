@@ -10,10 +10,12 @@ input or a usage error, 3 internal error.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
 from sits_doctor import __version__
+from sits_doctor.redact import redact
 from sits_doctor.reporters import FORMATS
 
 PROG = "sits-doctor"
@@ -24,31 +26,43 @@ ABOUT = ("Lint LLM inference deployment configs: Hugging Face, vLLM, TensorRT-LL
 
 def main(argv: list[str] | None = None) -> None:
     """The console entry point: run ``sits-doctor ARGV`` and exit with its code."""
-    try:
-        code = run(sys.argv[1:] if argv is None else list(argv))
-    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat and grep do
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+    code = run(sys.argv[1:] if argv is None else list(argv))
+    for stream in (sys.stdout, sys.stderr):  # what is left in a buffer must not fail the exit (status 120)
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):
+            _detach(stream)
     sys.exit(code)
 
 
 def run(argv: list[str]) -> int:
-    """Run one command; return its exit code (usage errors print to stderr and return 2)."""
+    """Run one command; return its exit code (usage errors print to stderr and return 2).
+
+    Output that cannot be written is not a crash: a reader that went away (``| head``) stops the
+    run quietly with 141, as a command killed by SIGPIPE does (cat, grep); a full disk, a closed or
+    failing standard output is one line on stderr and exit 2, like a report file that cannot be
+    written (``-o``). A standard error that cannot be written is given up on: it never changes the
+    exit code."""
     try:
         return _dispatch(argv)
     except SystemExit as exc:  # argparse's error() and --help
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as cat and grep do
+        _detach(sys.stdout)
+        return 141  # 128 + SIGPIPE, what a shell reports for a command killed by it
+    except Unwritable as exc:
+        _detach(sys.stdout)
+        _err(f"{PROG}: error: cannot write to standard output: {exc}")
+        return 2
 
 
 def _dispatch(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        out = sys.stdout if argv else sys.stderr
-        print(_top_help(), file=out)
+        (_out if argv else _err)(_top_help())
         return 0 if argv else 2
     if argv[0] == "--version":
-        print(f"{PROG}, version {__version__}")
+        _out(f"{PROG}, version {__version__}")
         return 0
     name, rest = argv[0], argv[1:]
     command = COMMANDS.get(name)
@@ -57,8 +71,8 @@ def _dispatch(argv: list[str]) -> int:
 
         hint = closest(name, COMMANDS) if not name.startswith("-") else None
         what = "option" if name.startswith("-") else "command"
-        print(f"usage: {PROG} COMMAND ...\n{PROG}: error: unknown {what} {name!r}"
-              + (f" (did you mean {hint!r}?)" if hint else "") + f"; commands: {', '.join(COMMANDS)}", file=sys.stderr)
+        _err(f"usage: {PROG} COMMAND ...\n{PROG}: error: unknown {what} {name!r}"
+             + (f" (did you mean {hint!r}?)" if hint else "") + f"; commands: {', '.join(COMMANDS)}")
         return 2
     build, handler, _ = command
     parser = build()
@@ -117,6 +131,10 @@ class _Parser(argparse.ArgumentParser):
             hint = closest(unknown[0].split("=")[0], [o for o in self._option_string_actions if o.startswith("--")]) if unknown else None
             message += f" (did you mean {hint}?)" if hint else ""
         self.exit(2, f"usage: {self.usage}\n{self.prog}: error: {message}\nRun '{self.prog} -h' for the options.\n")
+
+    def _print_message(self, message: str, file=None) -> None:  # -h and usage errors: the one way out too
+        if message:
+            (_err if file is None or file is sys.stderr else _out)(message, end="")
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -249,6 +267,7 @@ def _add_gpu(p: argparse.ArgumentParser) -> None:
 
 def _check(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     from sits_doctor.engine import check as run_check
+    from sits_doctor.outputs import overwrites_input
     from sits_doctor.reporters import render
     from sits_doctor.reporters.text import diagnostics
 
@@ -267,13 +286,13 @@ def _check(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
         text = render(report, a.fmt, color=color, quiet=a.quiet, statistics=a.statistics, verbose=a.verbose)
     except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
         return _internal_error(exc, a.debug)
-    if a.output and _is_input(a.output, paths + report.files_checked):
+    if a.output and overwrites_input(a.output, paths + report.files_checked):
         _err(f"{a.output}: error: refusing to write the report over a file being checked")
         return 2
     if a.output:
         try:
             with open(a.output, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+                _write(fh, text + "\n")
         except OSError as exc:
             _err(f"{a.output}: error: cannot write the report: {exc.strerror or exc}")
             return 2
@@ -445,7 +464,9 @@ def _capacity(parser: argparse.ArgumentParser, a: argparse.Namespace) -> int:
     except Exception as exc:  # the last line of defence: exit 3, never a bare traceback
         return _internal_error(exc, a.debug)
     if rows or not report.errors:
-        _out(json.dumps({"deployments": rows}, indent=2) if a.fmt == "json" else render(rows))
+        from sits_doctor.reporters import printable
+
+        _out(json.dumps(printable({"deployments": rows}), indent=2) if a.fmt == "json" else render(rows))
     for e in report.errors:
         _err(str(e))
     if report.errors:
@@ -537,12 +558,91 @@ COMMANDS = {
 # --------------------------------------------------------------------------- helpers
 
 
-def _out(text: str) -> None:
-    print(text, flush=True)
+class Unwritable(Exception):
+    """Standard output cannot take what is written to it (full, closed, an I/O error)."""
 
 
-def _err(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+def _out(text: str, end: str = "\n") -> None:
+    """Print ``text`` (and a newline) on standard output; :class:`Unwritable` when it cannot be."""
+    try:
+        _write(sys.stdout, text + end)
+    except BrokenPipeError:
+        raise
+    except (OSError, ValueError, AttributeError) as exc:
+        raise Unwritable(_why(exc)) from None
+
+
+def _err(text: str, end: str = "\n") -> None:
+    """Print ``text`` on standard error, or nothing when it cannot be written (there is nowhere
+    left to say so; the exit code still says what happened)."""
+    try:
+        _write(sys.stderr, text + end)
+    except (OSError, ValueError, AttributeError):
+        _detach(sys.stderr)
+
+
+def _write(stream, text: str) -> None:
+    """The one way out of sits-doctor (stdout, stderr, ``-o`` reports): secrets redacted
+    (sits_doctor.redact), a file name's undecodable bytes as ``\\xNN``, characters the stream's
+    encoding lacks as escapes rather than an error, and every byte written or an OSError."""
+    from sits_doctor.reporters import printable
+
+    if stream is None:  # started with the descriptor closed (`>&-`)
+        raise ValueError("it is closed")
+    text = printable(redact(text))
+    binary = getattr(stream, "buffer", None)
+    if binary is None:  # a text-only stream (io.StringIO in tests, a wrapper someone installed)
+        stream.write(text)
+        stream.flush()
+        return
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        data = text.encode(encoding, getattr(stream, "errors", None) or "strict")
+    except UnicodeEncodeError:  # an encoding without "×" or "…" (PYTHONIOENCODING=ascii)
+        data = text.encode(encoding, "backslashreplace")
+    if os.linesep != "\n":
+        data = data.replace(b"\n", os.linesep.encode())
+    stream.flush()  # whatever the text layer still holds goes first
+    _write_all(binary, data)
+    binary.flush()
+
+
+def _write_all(binary, data: bytes) -> None:
+    """Write every byte of ``data``: the unbuffered stdout of PYTHONUNBUFFERED=1 (a raw file)
+    returns short counts that TextIOWrapper drops without a word (a pipe whose reader left, a
+    signal), and a descriptor left non-blocking by the parent (CI runners do) says "later"."""
+    view = memoryview(data)
+    while view:
+        try:
+            n = binary.write(view)
+        except BlockingIOError as exc:
+            n = exc.characters_written or None
+        if n is None:  # would block: wait until the descriptor takes more (as a blocking write would)
+            import select
+
+            select.select([], [binary.fileno()], [])
+            continue
+        if n == 0:
+            raise OSError(errno.EIO, "nothing could be written")
+        view = view[n:]
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return "it is closed"
+
+
+def _detach(stream) -> None:
+    """Point ``stream``'s descriptor at /dev/null, so that what its buffer still holds can be
+    flushed at exit without another error (and the exit code stays ours)."""
+    try:
+        fd = stream.fileno()
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except (AttributeError, OSError, ValueError):
+        pass
 
 
 def _internal_error(exc: Exception, debug: bool) -> int:
@@ -553,20 +653,10 @@ def _internal_error(exc: Exception, debug: bool) -> int:
     return 3
 
 
-def _is_input(output: str, inputs: list[str]) -> bool:
-    from pathlib import Path
-
-    try:
-        target = Path(output).resolve()
-        return any(Path(p).resolve() == target for p in inputs)
-    except (OSError, RuntimeError):
-        return False
-
-
 def _color_wanted() -> bool:
     if "NO_COLOR" in os.environ or os.environ.get("TERM") == "dumb":
         return False
-    return sys.stdout.isatty()
+    return sys.stdout is not None and sys.stdout.isatty()
 
 
 if __name__ == "__main__":  # pragma: no cover

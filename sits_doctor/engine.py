@@ -293,11 +293,12 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
     report.findings = sorted(unique.values(), key=Finding.sort_key)
     for resolver in resolvers.values():
         report.errors += [e for e in resolver.errors if all(str(e) != str(r) for r in report.errors)]
-    _suppress_and_baseline(report, loaded.sources, opts, codes_for)
+    _suppress_and_baseline(report, loaded.sources, opts, codes_for, paths)
     return report
 
 
-def _suppress_and_baseline(report: Report, sources: dict[str, str], opts: CheckOptions, codes_for) -> None:
+def _suppress_and_baseline(report: Report, sources: dict[str, str], opts: CheckOptions, codes_for,
+                           paths: Sequence) -> None:
     """Inline / .sits-doctor-ignore.toml suppressions, then the baseline, then SITS900 for
     suppressions that did nothing (docs/ci.md: these are never baselined)."""
     result = None
@@ -315,12 +316,13 @@ def _suppress_and_baseline(report: Report, sources: dict[str, str], opts: CheckO
 
         docs_of = baseline.docs_reader()
         if opts.write_baseline:
-            target = Path(opts.write_baseline)
             try:
-                target.write_text(baseline.write(report.findings, target.resolve().parent, docs_of), encoding="utf-8")
-            except OSError as exc:
-                report.errors.append(InputError(opts.write_baseline, f"cannot write the baseline: {exc.strerror or exc}"))
-            report.notices.append(Notice(opts.write_baseline, f"baseline written with {len(report.findings)} finding(s)"))
+                written = baseline.write_file(opts.write_baseline, report.findings, docs_of,
+                                              [*map(str, paths), *report.files_checked])
+            except InputError as err:
+                report.errors.append(err)
+            else:
+                report.notices.append(Notice(opts.write_baseline, f"baseline written with {written} finding(s)"))
         if opts.baseline:
             try:
                 recorded = baseline.load(opts.baseline)

@@ -12,7 +12,6 @@ only when its target stays inside the checked tree. Every byte outside the edits
 
 from __future__ import annotations
 
-import difflib
 import os
 import tempfile
 from dataclasses import dataclass, field
@@ -42,14 +41,10 @@ class FileResult:
         return self.problem is None and self.new != self.original
 
     def diff(self) -> str:
-        lines = difflib.unified_diff(
-            self.original.splitlines(keepends=True), self.new.splitlines(keepends=True),
-            fromfile=f"a/{self.path.lstrip('/')}", tofile=f"b/{self.path.lstrip('/')}",
-        )
-        out = []
-        for line in lines:
-            out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-        return "".join(out)
+        """The unified diff of the fixes, secrets redacted (reporters/unified_diff.py)."""
+        from sits_doctor.reporters.unified_diff import unified_diff
+
+        return unified_diff(self.original, self.new, self.rounds, self.path)
 
 
 @dataclass

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections import Counter
+from itertools import accumulate
 
+from sits_doctor import redact
 from sits_doctor.engine import Report
 from sits_doctor.facts import TABLES_HOW
 
@@ -40,7 +42,7 @@ def render(report: Report, *, color: bool = False, quiet: bool = False, statisti
     for p in report.plans:
         plans_in.setdefault(p.file, set()).add(p.label)
     targeted: set[str] = set()  # deployments whose target line was shown
-    lines_of: dict[str, list[str]] = {}
+    lines_of: dict[str, tuple] = {}
     for f in shown:
         key = (f.code, f.message)
         if key in same and same[key] > GROUP_AFTER:
@@ -83,20 +85,26 @@ def _finish(lines: list[str], color: bool) -> str:
     return _colorize(text) if color else text
 
 
-def _snippet(report: Report, f, cache: dict[str, list[str]], plan: str | None) -> list[str]:
+def _snippet(report: Report, f, cache: dict[str, tuple], plan: str | None) -> list[str]:
     """The source line a finding points at, and a caret under its column (with the deployment's
-    name after the caret when the file holds several); nothing when the text is not at hand."""
+    name after the caret when the file holds several); nothing when the text is not at hand.
+    Secrets in the line are redacted (found in the whole document: a value's name can be on the
+    line above), and the caret moved to stay under the same characters."""
     loc = f.location
     text = report.sources.get(loc.file)
     if text is None or loc.line < 1:
         return [f"  = in {plan}"] if plan else []
-    lines = cache.get(loc.file)
-    if lines is None:
-        lines = cache[loc.file] = text.split("\n")
+    if loc.file not in cache:
+        lines = text.split("\n")
+        cache[loc.file] = (lines, [0, *accumulate(len(line) + 1 for line in lines)], redact.spans(text))
+    lines, starts, secrets = cache[loc.file]
     if loc.line > len(lines):
         return [f"  = in {plan}"] if plan else []
-    source = lines[loc.line - 1].rstrip("\r").expandtabs(1)
-    col = max(1, min(loc.col, len(source) + 1))
+    start = starts[loc.line - 1]
+    source, col = redact.redact_line(lines[loc.line - 1], [(s - start, e - start) for s, e in secrets
+                                                           if start <= e and s <= start + len(lines[loc.line - 1])], loc.col)
+    source = source.rstrip("\r").expandtabs(1)
+    col = max(1, min(col, len(source) + 1))
     if len(source) > SNIPPET_WIDTH:  # a long line (minified JSON, a one-line sh -c): a window around the column
         start = max(0, col - 1 - SNIPPET_WIDTH // 3)
         end = start + SNIPPET_WIDTH
