@@ -74,6 +74,13 @@ class Finding(NamedTuple):
     # option's own words. Baselines and SARIF fingerprints key on these, so editing another flag of the same
     # command does not make this finding new.
     subject: tuple[str, str] | None = None
+    # How many of the first evidence lines finish the message (the framework's own words, and how it
+    # comes to do what the message says: Rule.finding's quote and why): reporters that show no
+    # evidence (GitHub annotations, SARIF's message) still show these.
+    explained: int = 0
+
+    def explanation(self) -> tuple[str, ...]:
+        return self.evidence[:self.explained]
 
     def identity(self) -> tuple[str, str]:
         """(pointer, what to hash) that identify this finding across edits elsewhere in its file."""

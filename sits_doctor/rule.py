@@ -55,6 +55,7 @@ class Rule(NamedTuple):
             fix_hint=fix_hint,
             fixes=tuple(f for f in fixes if f is not None),
             subject=command_subject(at) if isinstance(at, Setting) else None,
+            explained=(quote is not None) + (why is not None),
         )
 
 

@@ -318,6 +318,10 @@ def test_github_annotations(proj):
     ]
     # the fix hint travels in the message, its newline escaped
     assert commands[0][6].endswith("%0Ahelp: set max_model_len to at most 8192")
+    # and so do the lines that finish the message (the framework's words, the why), not other evidence
+    assert "%0AvLLM 0.20.0 prints: ValueError: User-specified max_model_len" in commands[0][6]
+    assert "%0Aargparse prints: error: unrecognized arguments: " in commands[2][6]
+    assert "max_position_embeddings = " not in commands[0][6]
     # and a summary, since Actions shows only a few annotations
     assert any(line.startswith("Found 5 finding(s)") for line in lines)
     assert "target: vLLM 0.20.0 (--target)" in lines

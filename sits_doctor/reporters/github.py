@@ -21,7 +21,7 @@ def render(report: Report) -> str:
     lines = []
     for f in report.findings:
         loc = f.location
-        message = f.message + (f"\nhelp: {f.fix_hint}" if f.fix_hint else "")
+        message = "\n".join([f.message, *f.explanation()]) + (f"\nhelp: {f.fix_hint}" if f.fix_hint else "")
         lines.append(
             f"::{COMMAND[f.severity.value]} file={_prop(loc.file)},line={loc.line},col={loc.col},"
             f"title={_prop(f'{f.code} {f.name}')}::{_data(message)}"

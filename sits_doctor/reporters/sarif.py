@@ -75,7 +75,7 @@ def render(report: Report) -> str:
         key = f"{f.code}\0{uri}\0{f.location.doc_index}\0{pointer}" + (f"\0{words}" if words else "")
         base = hashlib.sha256(key.encode()).hexdigest()[:32]
         seen[base] += 1
-        text = f.message + (f"\nhelp: {f.fix_hint}" if f.fix_hint else "")
+        text = "\n".join([f.message, *f.explanation()]) + (f"\nhelp: {f.fix_hint}" if f.fix_hint else "")
         result = {
             "ruleId": f.code,
             "ruleIndex": index[f.code],
