@@ -211,6 +211,8 @@ class Plan:
         self.unchecked = unchecked  # command-line words that name variables the container does not set
         self.hardware = {} if hardware is None else hardware  # "gpu_count", "gpu_product" as a manifest states them
         self.pin: Setting | None = None  # the framework version a `pip install vllm==X` in the file installs
+        # where the framework's image comes from when the file names none (an operator's own setting)
+        self.image_note = ""
         # why the server ignores words its parser does not know instead of refusing to start
         # (KServe's huggingfaceserver: parse_known_args); "" when unknown words are a startup failure
         self.lenient = ""

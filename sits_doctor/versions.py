@@ -167,7 +167,7 @@ def resolve(plan: Plan, requested: dict[str, tuple[str, str]]) -> Target:
     found_installed = installed(framework)
     if found_installed:
         return Target(framework=framework, version=found_installed, source=INSTALLED_SOURCE)
-    why = "nothing pins the version"
+    why = "nothing pins the version" + (f" ({plan.image_note})" if plan.image is None and plan.image_note else "")
     if plan.image is not None and plan.image.templated:
         why = f"the image comes from a template or a variable ({plan.image.prov})"
     elif plan.image is not None and framework == "vllm" and "vllm" in str(plan.image.raw).split("@")[0].rsplit("/", 1)[-1] \

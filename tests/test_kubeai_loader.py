@@ -112,3 +112,12 @@ def test_profile_names_cover_the_chart():
     from sits_doctor.loaders.kubeai import PROFILES
 
     assert len(PROFILES) == 10 and "cpu" not in PROFILES
+
+
+def test_an_assumed_version_says_the_operator_picks_the_image(tmp_path: Path):
+    from sits_doctor.engine import CheckOptions, check
+
+    (tmp_path / "m.yaml").write_text(MODEL)
+    (plan,) = check([tmp_path / "m.yaml"], CheckOptions(isolated=True)).deployments
+    assert plan.target.assumed
+    assert "the KubeAI operator picks the vLLM image, modelServers.VLLM.images in its chart" in plan.target.source

@@ -27,6 +27,9 @@ ENTRY = "KubeAI: python3 -m vllm.entrypoints.openai.api_server"
 # resourceProfiles, and the nodeSelectors charts/kubeai/values-gke.yaml and values-eks.yaml give
 # them, substratusai/kubeai@2f32ef4): the catalog card each one gets.
 CHART = "substratusai/kubeai charts/kubeai/values.yaml resourceProfiles @2f32ef4"
+# A Model names no image: the operator runs the one its chart sets (modelServers.VLLM.images).
+IMAGE_NOTE = ("the KubeAI operator picks the vLLM image, modelServers.VLLM.images in its chart: "
+              "vllm/vllm-openai:v0.8.3 by default at substratusai/kubeai@2f32ef4")
 PROFILES: dict[str, str] = {
     "nvidia-gpu-t4": "T4",
     "nvidia-gpu-l4": "L4",  # GKE: nvidia-l4
@@ -95,6 +98,7 @@ def _spec_plan(doc: SourceDoc, spec: dict, pointer: str, label: str) -> Plan | N
     if plan.model_ref is None and isinstance(spec.get("url"), str):
         plan.model_ref = _model_from_url(doc, spec["url"], join_pointer(pointer, "url"))
     plan.hardware = _hardware(doc, spec.get("resourceProfile"), join_pointer(pointer, "resourceProfile"))
+    plan.image_note = IMAGE_NOTE
     return plan
 
 
