@@ -121,3 +121,10 @@ def test_an_assumed_version_says_the_operator_picks_the_image(tmp_path: Path):
     (plan,) = check([tmp_path / "m.yaml"], CheckOptions(isolated=True)).deployments
     assert plan.target.assumed
     assert "the KubeAI operator picks the vLLM image, modelServers.VLLM.images in its chart" in plan.target.source
+
+
+def test_a_model_of_another_api_group_is_not_kubeai():
+    assert is_kubeai_model({"apiVersion": "kubeai.org/v1", "kind": "Model", "spec": {}})
+    assert not is_kubeai_model({"apiVersion": "serving.example.com/v1", "kind": "Model", "spec": {}})
+    assert not is_kubeai_model({"apiVersion": "kubeai.org/v1", "kind": "Model", "spec": []})
+    assert not is_kubeai_model(["kubeai.org/v1"])

@@ -262,3 +262,15 @@ def test_sits204_quotes_the_old_wording_before_0_6(tmp_path):
         quotes[version] = [e for f in report.findings for e in f.evidence if "JSON Error" in e]
     assert quotes == {"0.4.0": ["ORT GenAI 0.4.0 prints: JSON Error: Unknown value: bogus_key"],
                       "0.6.0": ['ORT GenAI 0.6.0 prints: JSON Error: model:decoder: Unknown value "bogus_key"']}
+
+
+@pytest.mark.parametrize("release, refused", [("0.5.2", True), ("0.6.0", False), ("0.18.0", False)])
+def test_a_top_level_boolean_is_refused_only_where_the_wheel_refused_it(release, refused):
+    """0.3.0-0.5.2 answer an unknown top-level `true` with Unknown value; 0.6.0 on ignore it (probe
+    unknown_top_scalar_bool)."""
+    assert rel.ignores_top_level_booleans(release) is not refused
+    data = json.loads(json.dumps(probe.BASE))
+    data["enable_cuda_graphs"] = True
+    doc = parse_json(json.dumps(data, indent=2), "genai_config.json")
+    errors = [e for e in schema_errors(doc, release) if list(e.absolute_path) == ["enable_cuda_graphs"]]
+    assert bool(errors) is refused
