@@ -10,6 +10,7 @@ remembered and skipped by the rules.
 
 from __future__ import annotations
 
+import bisect
 import re
 import sys
 from datetime import date, datetime
@@ -19,9 +20,59 @@ from sits_doctor.errors import InputError
 from sits_doctor.source import MAX_DEPTH, MAX_NODES, Pos, SourceDoc, join_pointer
 
 TEMPLATE_MARK = "__tp"
-_ACTION = re.compile(r"\{\{-?.*?-?\}\}")
-_MULTILINE_ACTION = re.compile(r"\{\{-?[^}]*?\n.*?-?\}\}", re.DOTALL)
-_WHOLE_LINE_ACTION = re.compile(r"^\s*(\{\{-?.*?-?\}\}\s*)+$")
+
+
+# Helm actions are found by the scanners below, not by regular expressions: the patterns they
+# replace (``(\{\{-?.*?-?\}\}\s*)+$`` and ``\{\{-?[^}]*?\n.*?-?\}\}``) backtrack exponentially or
+# cubically on a line of many ``{{``/``}}`` (a 221-byte line ran for over a minute). Each scanner
+# moves only forward, so it is linear in the text.
+def template_actions(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """``[start, end)`` spans of the ``{{ ... }}`` actions in ``text[start:end]``: each ``{{`` up
+    to the first ``}}`` after it (an unclosed ``{{`` ends the search: no later one can close)."""
+    end = len(text) if end is None else end
+    spans = []
+    i = text.find("{{", start, end)
+    while i != -1:
+        close = text.find("}}", i + 2, end)
+        if close == -1:
+            break
+        spans.append((i, close + 2))
+        i = text.find("{{", close + 2, end)
+    return spans
+
+
+def _multiline_actions(text: str) -> list[tuple[int, int]]:
+    """Spans of the actions that span lines: a ``{{`` with a line break before its first ``}``,
+    up to the first ``}}`` after that break (``{{/* a comment */}}`` over several lines)."""
+    spans = []
+    brace = newline = -1  # the first '}' / line break at or after the last place looked from
+    i = text.find("{{")
+    while i != -1:
+        at = i + 2
+        if brace < at:
+            brace = text.find("}", at)
+            brace = len(text) if brace == -1 else brace
+        if newline < at:
+            newline = text.find("\n", at)
+            if newline == -1:  # no line break left: no later action spans lines
+                break
+        if newline < brace:
+            close = text.find("}}", newline + 1)
+            if close == -1:  # nothing closes it, nor any later one
+                break
+            spans.append((i, close + 2))
+            i = text.find("{{", close + 2)
+        else:
+            i = text.find("{{", i + 1)
+    return spans
+
+
+def _is_control_line(line: str) -> bool:
+    """Whether a line is a Helm control line, blanked whole: after its indentation it starts with
+    ``{{`` and it ends with ``}}`` (``{{- if .x }}``, ``{{ end }}``; what lies between is not
+    looked at, as the pattern this replaces did not)."""
+    body = line.strip()
+    return len(body) >= 4 and body.startswith("{{") and body.endswith("}}")
 
 
 def neutralize_templates(text: str, keep: Sequence[tuple[int, int]] = ()) -> tuple[str, list[tuple[int, int]]]:
@@ -42,9 +93,12 @@ def neutralize_templates(text: str, keep: Sequence[tuple[int, int]] = ()) -> tup
         return text, []
     spans: list[tuple[int, int]] = []
     chars = list(text)
+    keep = sorted(keep)
+    keep_starts = [a for a, _ in keep]
 
     def kept(at: int) -> bool:
-        return any(a <= at < b for a, b in keep)
+        i = bisect.bisect_right(keep_starts, at) - 1
+        return i >= 0 and at < keep[i][1]
 
     def blank(start: int, end: int) -> None:
         spans.append((start, end))
@@ -59,17 +113,17 @@ def neutralize_templates(text: str, keep: Sequence[tuple[int, int]] = ()) -> tup
             if chars[i] not in " \t\r\n":
                 chars[i] = next(marker, "_")
 
-    for m in _MULTILINE_ACTION.finditer(text):  # an action spanning lines ({{/* comment */}}, ...)
-        (mask if kept(m.start()) else blank)(m.start(), m.end())
+    for a, b in _multiline_actions(text):  # an action spanning lines ({{/* comment */}}, ...)
+        (mask if kept(a) else blank)(a, b)
     offset = 0
     for line in "".join(chars).split("\n"):
-        if _WHOLE_LINE_ACTION.match(line) and not kept(offset + len(line) - len(line.lstrip())):
+        if _is_control_line(line) and not kept(offset + len(line) - len(line.lstrip())):
             blank(offset, offset + len(line))
         else:
-            for m in _ACTION.finditer(line):
-                n = m.end() - m.start()
-                spans.append((offset + m.start(), offset + m.end()))
-                chars[offset + m.start(): offset + m.end()] = list((TEMPLATE_MARK + "_" * n)[:n])
+            for a, b in template_actions(line):
+                n = b - a
+                spans.append((offset + a, offset + b))
+                chars[offset + a: offset + b] = list((TEMPLATE_MARK + "_" * n)[:n])
         offset += len(line) + 1
     return "".join(chars), sorted(spans)
 
@@ -258,9 +312,8 @@ class _Walker:
             pairs = node.value
             merges = any(k.tag == _MERGE for k, _ in pairs)
             own = {id(k) for k, _ in pairs} if merges else None
-            for key_node, value_node in self._pairs(node) if merges else self._own_pairs(pairs):
-                key = self._scalar(key_node) if isinstance(key_node, yaml.ScalarNode) else key_node.value
-                key = key if isinstance(key, str) else str(key)
+            for key_node, value_node in self._pairs(node, depth) if merges else self._own_pairs(pairs):
+                key = self._key(key_node)
                 ptr = join_pointer(pointer, key)
                 if own is not None and id(key_node) not in own:
                     self.shared.add(ptr)  # merged in with <<: written in another mapping
@@ -284,9 +337,13 @@ class _Walker:
             seen.add(key)
         return pairs
 
-    def _pairs(self, node: Any) -> list[tuple[Any, Any]]:
-        """The mapping's own pairs (duplicates refused) after the pairs it merges with ``<<``."""
-        import yaml
+    def _pairs(self, node: Any, depth: int) -> list[tuple[Any, Any]]:
+        """The mapping's pairs as PyYAML's safe loader builds its dict: the pairs it merges with
+        ``<<`` in the order written (``flatten_mapping``, PyYAML 6.0.4: of ``<<: [*a, *b]`` a key
+        of ``b`` wins over the same key of ``a``), then its own (duplicates refused), which win
+        over merged ones; each key in its first place with its last value. Every merged pair
+        counts towards the node limit: merges that double at each step are an alias bomb too."""
+        yaml = _yaml
 
         own, merged, seen = [], [], set()
         for key_node, value_node in node.value:
@@ -294,7 +351,10 @@ class _Walker:
                 sources = value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
                 for src in sources:
                     if isinstance(src, yaml.MappingNode):
-                        merged.extend(self._pairs(src))
+                        if depth > MAX_DEPTH:
+                            raise InputError(self.display, f"merges (<<) nested deeper than {MAX_DEPTH} levels",
+                                             *_pos(src)[:2])
+                        merged.extend(self._pairs(src, depth + 1))
                 continue
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else id(key_node)
             if key in seen:
@@ -302,8 +362,27 @@ class _Walker:
                 raise InputError(self.display, f"duplicate key {key!r}", line, col)
             seen.add(key)
             own.append((key_node, value_node))
-        mine = {k.value for k, _ in own if isinstance(k, yaml.ScalarNode)}
-        return [(k, v) for k, v in merged if getattr(k, "value", None) not in mine] + own
+        if not merged:
+            return own
+        self.nodes += len(merged)
+        if self.nodes > MAX_NODES:
+            raise InputError(self.display, f"merges (<<) expand to more than {MAX_NODES} nodes (YAML alias bomb?); "
+                                           "refusing", *_pos(node)[:2])
+        pairs: dict[str, tuple[Any, Any]] = {}
+        for key_node, value_node in merged + own:
+            pairs[self._key(key_node)] = (key_node, value_node)
+        return list(pairs.values())
+
+    def _key(self, node: Any) -> str:
+        """A mapping key as the data's key: a scalar, resolved and as text. A list or mapping as
+        a key (``? [a, b]``) is refused, as PyYAML's safe loader refuses it ("found unhashable
+        key"); its text would be the whole node tree's repr."""
+        if not isinstance(node, _yaml.ScalarNode):
+            line, col = _pos(node)[:2]
+            raise InputError(self.display, "a list or mapping as a key: the frameworks' YAML loader refuses it "
+                                           "(unhashable key)", line, col)
+        key = self._scalar(node)
+        return key if isinstance(key, str) else str(key)
 
     def _scalar(self, node: Any) -> Any:
         if node.tag == _STR:  # most scalars: the constructor would return the text as it is
