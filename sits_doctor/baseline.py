@@ -176,15 +176,17 @@ def write_file(target: str, findings: Sequence[Any], docs_of: DocsOf, inputs: It
 
 def load(path: str | Path) -> Baseline:
     """Read a baseline file; anything unusable is an :class:`InputError` with line:col where known."""
+    from sits_doctor.source import check_json_shape, read_text
+
     shown = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(shown, f"cannot read the baseline: {getattr(exc, 'strerror', None) or exc}") from None
+    text = read_text(path, shown, what="a baseline file")
+    check_json_shape(text, shown, max_nodes=None)  # deep nesting is refused; json.loads takes 10 MiB in well under a second
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(shown, f"invalid JSON in the baseline: {exc.msg}", exc.lineno, exc.colno) from None
+    except ValueError:  # an integer longer than Python's int-string limit
+        raise InputError(shown, "invalid JSON in the baseline: a number has more digits than a count could") from None
     if not isinstance(data, dict):
         raise InputError(shown, "a baseline is a JSON object with 'version' and 'entries'", *_linecol(text, _skip_ws(text, 0)))
     if data.get("version") != VERSION:

@@ -144,36 +144,66 @@ def _relative(path: str, cwd: str) -> tuple[bool, str]:
     return not rel.startswith(".."), rel
 
 
-def read_text(path: Path, display: str) -> str:
-    """Read a file as UTF-8 text, refusing binary, oversized, non-UTF-8 and conflicted files.
+CONFIG_FILE = "a config file"
 
-    A UTF-8 byte-order mark is dropped (the fixer keeps it when it writes the file back). Only
-    regular files are read (a FIFO, socket or device is refused without being opened for a
-    blocking read), and never more than the size limit, whatever ``stat`` says (``/dev/zero``,
-    ``/proc`` files report 0)."""
+
+def read_input(path: Path | str, display: str, *, what: str = CONFIG_FILE, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of an input file, read the one way every input is read: checked files, settings
+    files (``pyproject.toml`` too), ignore and baseline files, a model's sidecars.
+
+    Only regular files: a FIFO, socket or device is refused without being opened for a blocking
+    read (``stat`` first; then the file is opened non-blocking and the opened descriptor is
+    checked again, so a file swapped for a FIFO between the two cannot hang the run). Never more
+    than ``limit`` bytes, whatever ``stat`` says (``/dev/zero`` and ``/proc`` files report 0, a
+    sparse file reports what it will read). ``what`` names the kind of file in the messages."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise InputError(display, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
+    _refuse_irregular(info.st_mode, display, what)
+    question = "; is this really a config?" if what == CONFIG_FILE else ""
+    too_big = f"over the {limit / 2**20:g} MiB limit for {what}{question}"
+    if info.st_size > limit:
+        raise InputError(display, f"file is {info.st_size / 2**20:.1f} MiB, {too_big}")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
+    try:
+        _refuse_irregular(os.fstat(fd).st_mode, display, what)  # what was opened, not what was looked at
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise InputError(display, f"file grew past the limit while being read: {too_big}")
+    return b"".join(chunks)
+
+
+def _refuse_irregular(mode: int, display: str, what: str) -> None:
     import stat
 
-    try:
-        info = path.stat()
-    except RuntimeError:  # a symlink loop (Python 3.11 raises it from resolve/stat chains)
-        raise InputError(display, "cannot read: symbolic link loop") from None
-    except OSError as exc:
-        raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(info.st_mode) else "a socket" if stat.S_ISSOCK(info.st_mode)
-                else "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file")
-        raise InputError(display, f"cannot read: {kind}, not a config file")
-    too_big = (f"over the {MAX_FILE_BYTES // 2**20} MiB limit for a config file; is this really a config?")
-    if info.st_size > MAX_FILE_BYTES:
-        raise InputError(display, f"file is {info.st_size / 2**20:.1f} MiB, {too_big}")
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise InputError(display, f"cannot read: {exc.strerror or exc}") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise InputError(display, f"file grew past the limit while being read: {too_big}")
-    return decode_text(raw, display)
+    if not stat.S_ISREG(mode):
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a directory" if stat.S_ISDIR(mode) else "not a regular file")
+        raise InputError(display, f"cannot read: {kind}, not {what}")
+
+
+def read_text(path: Path | str, display: str, *, what: str = CONFIG_FILE) -> str:
+    """Read a file as UTF-8 text (:func:`read_input`, then :func:`decode_text`), refusing
+    binary, oversized, non-UTF-8 and conflicted files and anything but a regular file.
+
+    A UTF-8 byte-order mark is dropped (the fixer keeps it when it writes the file back)."""
+    return decode_text(read_input(path, display, what=what), display)
 
 
 def read_stream(stream, display: str) -> str:
@@ -216,7 +246,7 @@ def parse_json(text: str, display: str) -> SourceDoc:
     """Parse JSON, with positions for every pointer; duplicate keys and deep nesting are errors."""
     import json
 
-    _check_json_depth(text, display)
+    check_json_shape(text, display)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -229,17 +259,42 @@ def parse_json(text: str, display: str) -> SourceDoc:
     return SourceDoc(display, "json", data, positions, text)
 
 
-def _check_json_depth(text: str, display: str) -> None:
-    depth = 0
-    for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
-        c = m.group()
+# What json.loads is never given unchecked: its C scanner recurses per nesting level, and each
+# value it returns becomes a positioned node here (a 10 MiB array of 5 M numbers is gigabytes).
+_JSON_ESCAPE = re.compile(r"\\.")  # a backslash and the character it escapes
+_JSON_TOKEN = re.compile(r'"[^"]*"|[\[\]{},]|"')  # with escapes masked, a string holds no quote
+
+
+def check_json_shape(text: str, display: str, max_nodes: int | None = MAX_NODES) -> None:
+    """Refuse JSON nested deeper than MAX_DEPTH or holding more than ``max_nodes`` values (one
+    per container and one per comma: about one per value), at the line and column where the
+    limit is passed, before ``json.loads`` sees it.
+
+    Linear in the text: escapes are masked first, two characters for two (so offsets stay), so a
+    string is a quote, non-quotes and a quote, which no pattern here scans twice. Scanning stops
+    where the text stops being JSON (an unterminated string, a close without an open): the
+    parser reports that place itself, and reads nothing past it."""
+    masked = _JSON_ESCAPE.sub("__", text) if "\\" in text else text
+    depth = nodes = 0
+    for m in _JSON_TOKEN.finditer(masked):
+        c = masked[m.start()]
+        if c == '"':
+            if m.end() - m.start() == 1:  # a quote that never closes
+                return
+            continue
         if c in "[{":
             depth += 1
             if depth > MAX_DEPTH:
-                line, col = LineIndex(text).linecol(m.start())
-                raise InputError(display, f"nested deeper than {MAX_DEPTH} levels", line, col)
+                raise InputError(display, f"nested deeper than {MAX_DEPTH} levels", *LineIndex(text).linecol(m.start()))
         elif c in "]}":
             depth -= 1
+            if depth < 0:
+                return
+            continue
+        nodes += 1
+        if max_nodes is not None and nodes > max_nodes:
+            raise InputError(display, f"more than {max_nodes} values in one document (a config holds far fewer); "
+                                      "refusing", *LineIndex(text).linecol(m.start()))
 
 
 _WS = re.compile(r"[ \t\n\r]*")

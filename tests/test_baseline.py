@@ -283,7 +283,7 @@ def test_a_bad_entry_is_reported_at_its_own_line_and_column(tmp_path, bad, messa
 def test_an_unreadable_baseline_is_an_input_error(tmp_path):
     with pytest.raises(InputError) as err:
         baseline.load(tmp_path / "nope.json")
-    assert str(err.value) == f"{tmp_path / 'nope.json'}: error: cannot read the baseline: No such file or directory"
+    assert str(err.value) == f"{tmp_path / 'nope.json'}: error: cannot read: No such file or directory"
 
 
 # --- options among a command's words ------------------------------------------------------------

@@ -19,7 +19,7 @@ from sits_doctor.frameworks import vllm as vllm_fw
 from sits_doctor.loaders import compose, helm, hf, kubernetes, ortgenai, trtllm, vllm
 from sits_doctor.loaders.filenames import is_dockerfile, is_script
 from sits_doctor.plan import Plan
-from sits_doctor.source import SourceDoc, display_path, parse_json, read_text
+from sits_doctor.source import SourceDoc, display_path, parse_json, read_input, read_text
 from sits_doctor.source_yaml import parse_yaml
 
 _TEMPLATE_WORDS = {"yaml": "{{ }} template expressions", "pbtxt": "${...} placeholders of an unfilled template"}
@@ -86,9 +86,16 @@ def load_paths(paths: Sequence[str | Path], texts: dict[Path, str] | None = None
 def _walk(root: Path, result: LoadResult, excluded=_default_excluded) -> Iterable[tuple[Path, Path | None]]:
     """(file, its resolved path or None when it must be resolved) of each candidate file. The walk
     does not follow symlinked folders, so a folder it reaches is the root's real path joined with
-    the folder's path below the root: one resolve for the root, not one per file."""
+    the folder's path below the root: one resolve for the root, not one per file. A folder it
+    cannot read (no permission, a path longer than the system allows) is an error, never a
+    silent gap in what was checked."""
     real_root = os.path.realpath(root)
-    for dirpath, dirnames, filenames in os.walk(root):
+
+    def unreadable(exc: OSError) -> None:
+        where = display_path(Path(exc.filename)) if exc.filename else display_path(root)
+        result.errors.append(InputError(where, f"cannot read folder: {exc.strerror or exc}"))
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable):
         dirnames[:] = sorted(d for d in dirnames if not excluded(Path(dirpath, d)))
         real_dir = os.path.join(real_root, os.path.relpath(dirpath, root))
         for name in sorted(filenames, key=lambda n: (not is_dockerfile(n), n)):  # a Dockerfile before the script it runs
@@ -209,8 +216,8 @@ def _tolerable_in_walk(path: Path, err: InputError, text: str | None) -> bool:
         return False
     if text is None:  # it could not be read as text (binary, not UTF-8): look at it leniently
         try:
-            text = path.read_text(errors="replace")
-        except OSError:
+            text = read_input(path, display_path(path)).decode("utf-8", errors="replace")
+        except InputError:
             return False
     return "{{" in text or not any(marker in text for marker in _CONFIG_MARKERS)
 

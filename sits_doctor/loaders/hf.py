@@ -106,12 +106,16 @@ def stored_weights(config_path: str) -> tuple[int, str] | None:
     import json
     from pathlib import Path
 
+    from sits_doctor.errors import InputError
+    from sits_doctor.source import read_input
+
     index = Path(config_path).with_name(WEIGHTS_INDEX)
     try:
-        if not index.is_file() or index.stat().st_size > WEIGHTS_INDEX_LIMIT:
+        if not index.is_file():
             return None
-        total = json.loads(index.read_text(encoding="utf-8")).get("metadata", {}).get("total_size")
-    except (OSError, ValueError, AttributeError):
+        raw = read_input(index, str(index), what="a weights index", limit=WEIGHTS_INDEX_LIMIT)
+        total = json.loads(raw.decode("utf-8")).get("metadata", {}).get("total_size")
+    except (InputError, ValueError, AttributeError, RecursionError):
         return None
     if isinstance(total, int) and not isinstance(total, bool) and total > 0:
         return total, str(index)
