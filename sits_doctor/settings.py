@@ -13,7 +13,6 @@ Files named on the command line are always checked.
 
 import fnmatch
 import os
-import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from typing import Mapping, NamedTuple, Sequence
 
 from sits_doctor.errors import InputError
 from sits_doctor.finding import Severity
-from sits_doctor.source import display_path
+from sits_doctor.source import LineIndex, display_path, read_input, read_text
 
 CONFIG_NAMES = (".sits-doctor.toml", "pyproject.toml")
 
@@ -102,30 +101,38 @@ def _find_in(folder: Path) -> Path | None:
     for name in CONFIG_NAMES:
         candidate = folder / name
         if candidate.is_file():
-            if name == "pyproject.toml" and b"[tool.sits-doctor" not in candidate.read_bytes():
-                continue
+            if name == "pyproject.toml":
+                try:
+                    if b"[tool.sits-doctor" not in read_input(candidate, display_path(candidate), what=SETTINGS_FILE):
+                        continue
+                except InputError:  # unreadable (too big, swapped for a FIFO): load_settings says why
+                    pass
             return candidate
     return None if folder.parent == folder else _find_in(folder.parent)
 
 
+SETTINGS_FILE = "a settings file"
+
+
 @lru_cache(maxsize=None)
 def load_settings(path: Path) -> ProjectSettings:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover
-        import tomli as tomllib
+    """The settings a file holds; an unusable file (unreadable, invalid or too deeply nested
+    TOML, a key of the wrong type) is an InputError at the line and column of the problem."""
+    from sits_doctor.source_toml import parse_toml
 
     shown = display_path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(shown, f"cannot read settings: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        line, col = _toml_position(str(exc))
-        raise InputError(shown, f"invalid TOML: {str(exc).split(' (at line')[0]}", line, col) from None
+    text = read_text(path, shown, what=SETTINGS_FILE)
+    data = parse_toml(text, shown)
+    start = 0
     if path.name == "pyproject.toml":
-        data = data.get("tool", {}).get("sits-doctor", {})
+        tool = data.get("tool", {})
+        if not isinstance(tool, dict):
+            raise InputError(shown, f"'tool' must be a table, not {_toml_type(tool)}", *(_key_at(text, "tool") or ()))
+        data = tool.get("sits-doctor", {})
+        start = max(text.find("[tool.sits-doctor]"), 0)
+    if not isinstance(data, dict):
+        raise InputError(shown, f"invalid sits-doctor settings: [tool.sits-doctor] must be a table, not {_toml_type(data)}",
+                         *(_key_at(text, "sits-doctor") or ()))
     from pydantic import ValidationError
 
     try:
@@ -133,28 +140,33 @@ def load_settings(path: Path) -> ProjectSettings:
     except ValidationError as exc:
         errors = exc.errors()
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'settings'}: {e['msg']}" for e in errors)
-        start = text.find("[tool.sits-doctor]") if path.name == "pyproject.toml" else 0
-        line = _key_line(text, str(errors[0]["loc"][0]), max(start, 0)) if errors and errors[0]["loc"] else None
-        raise InputError(shown, f"invalid sits-doctor settings: {problems}", line, 1 if line else None) from None
+        where = _key_at(text, str(errors[0]["loc"][0]), start) if errors and errors[0]["loc"] else None
+        raise InputError(shown, f"invalid sits-doctor settings: {problems}", *(where or ())) from None
     values = {name: getattr(model, name) for name in type(model).model_fields}
     return ProjectSettings(**values)._replace(root=path.parent, source=str(path))
 
 
-def _toml_position(message: str) -> tuple[int | None, int | None]:
-    """tomllib puts the place at the end of its message: "... (at line 3, column 7)"."""
+def _toml_type(value) -> str:
+    """What a TOML value is, in TOML's words."""
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "a date or time" if not isinstance(value, dict) else "a table"
+
+
+def _key_at(text: str, key: str, start: int = 0) -> tuple[int, int] | None:
+    """Line and column where a settings key is written (``key =``, bare or quoted, at the start of
+    a line or inside an inline table, from ``start``: in pyproject.toml, the [tool.sits-doctor]
+    table, not another tool's key of the same name)."""
     import re
 
-    m = re.search(r"\(at line (\d+), column (\d+)\)", message)
-    return (int(m.group(1)), int(m.group(2))) if m else (None, None)
-
-
-def _key_line(text: str, key: str, start: int = 0) -> int | None:
-    """The line where a settings key is written (``key =`` at the start of a line, from ``start``:
-    in pyproject.toml, the [tool.sits-doctor] table, not another tool's key of the same name)."""
-    import re
-
-    m = re.compile(rf"^[ \t]*\"?{re.escape(key)}\"?[ \t]*=", re.MULTILINE).search(text, start)
-    return text.count("\n", 0, m.start()) + 1 if m else None
+    m = re.compile(rf"(?:^|[{{,])[ \t]*(\"?{re.escape(key)}\"?)[ \t]*=", re.MULTILINE).search(text, start)
+    return LineIndex(text).linecol(m.start(1)) if m else None
 
 
 @lru_cache(maxsize=None)

@@ -34,18 +34,13 @@ node (or on the parent, above a first key) in shapes that are hard to map back t
 from __future__ import annotations
 
 import re
-import sys
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from sits_doctor.errors import InputError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
+from sits_doctor.source import LineIndex
 
 IGNORE_FILE = ".sits-doctor-ignore.toml"
 SYNTAX = "# sits-doctor: ignore[CODE, ...] reason"
@@ -53,9 +48,7 @@ CODE = re.compile(r"SITS\d{1,3}")
 _MENTION = re.compile(r"#\s*sits-doctor(?:\s*:|\s+ignore\b)", re.IGNORECASE)  # meant as a directive
 _DIRECTIVE = re.compile(r"#\s*sits-doctor:\s*ignore\[(?P<codes>[^\]]*)\](?P<reason>.*)")
 _REASON_LEAD = " \t:-–—"
-_TEMPLATE = re.compile(r"\{\{.*?\}\}", re.DOTALL)
 _BLOCK_HEADER_COMMENT = re.compile(r"[|>][-+0-9]*[ \t]+(#.*)")
-_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)$")
 _ENTRY_KEYS = ("path", "pointer", "code", "reason", "expires")
 
 
@@ -185,8 +178,8 @@ def directives(text: str, file: str) -> tuple[list[Directive], list[Problem]]:
         comments, spans = scan_yaml(text)
     except _ScanError as err:
         return [], [Problem(file, err.line, err.col, f"suppression comments could not be read: {err.message}", "unreadable")]
-    alone_lines = {c.line for c in comments if c.alone}
     lines = text.split("\n")
+    covered = _covered_lines({c.line for c in comments if c.alone}, lines)
     found: list[Directive] = []
     problems: list[Problem] = []
     for comment in comments:
@@ -215,7 +208,7 @@ def directives(text: str, file: str) -> tuple[list[Directive], list[Problem]]:
                 f"`# sits-doctor: ignore[{', '.join(codes)}] <why>`", "no-reason",
             ))
             reason = ""
-        target = _target_line(comment, alone_lines, lines)
+        target = comment.line if not comment.alone else covered.get(comment.line)
         covers = None if target is None else (target, max(target, spans.get(target, target)))
         found.append(Directive(comment.line, col, codes, reason, covers))
     return found, problems
@@ -233,6 +226,7 @@ def scan_yaml(text: str) -> tuple[list[Comment], dict[int, int]]:
     import yaml
 
     work = _blank_templates(text)
+    index = LineIndex(text)
     try:
         tokens = list(yaml.scan(work, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
@@ -245,7 +239,7 @@ def scan_yaml(text: str) -> tuple[list[Comment], dict[int, int]]:
     for token in tokens:
         start, end = token.start_mark.index, token.end_mark.index
         if start > previous_end:
-            comments += _gap_comments(text, previous_end, start)
+            comments += _gap_comments(text, previous_end, start, index)
         if isinstance(token, yaml.ScalarToken):
             first = token.start_mark.line + 1
             last = first + text.count("\n", start, start + len(text[start:end].rstrip()))
@@ -256,15 +250,15 @@ def scan_yaml(text: str) -> tuple[list[Comment], dict[int, int]]:
                 header = text[start:header_end if header_end != -1 else end]
                 m = _BLOCK_HEADER_COMMENT.match(header)
                 if m:
-                    comments.append(_comment_at(text, start + m.start(1), start + len(header)))
+                    comments.append(_comment_at(text, start + m.start(1), start + len(header), index))
         previous_end = max(previous_end, end)
     if previous_end < len(text):
-        comments += _gap_comments(text, previous_end, len(text))
+        comments += _gap_comments(text, previous_end, len(text), index)
     comments.sort(key=lambda c: (c.line, c.col))
     return comments, spans
 
 
-def _gap_comments(text: str, start: int, end: int) -> list[Comment]:
+def _gap_comments(text: str, start: int, end: int, index: LineIndex) -> list[Comment]:
     """Comments in text between two tokens: there, a '#' at the start of a line or after
     whitespace starts one (YAML's rule; PyYAML's scanner would also take ``"a"#b``)."""
     out = []
@@ -273,16 +267,17 @@ def _gap_comments(text: str, start: int, end: int) -> list[Comment]:
         stop = text.find("\n", i, end)
         stop = end if stop == -1 else stop
         if i == 0 or text[i - 1] in " \t\n\r":
-            out.append(_comment_at(text, i, stop))
+            out.append(_comment_at(text, i, stop, index))
         i = text.find("#", stop, end)
     return out
 
 
-def _comment_at(text: str, start: int, stop: int) -> Comment:
-    line_start = text.rfind("\n", 0, start) + 1
+def _comment_at(text: str, start: int, stop: int, index: LineIndex) -> Comment:
+    line, col = index.linecol(start)  # not a count from the start of the text per comment
+    line_start = start - col + 1
     return Comment(
-        line=text.count("\n", 0, start) + 1,
-        col=start - line_start + 1,
+        line=line,
+        col=col,
         text=text[start:stop].rstrip("\r"),
         alone=not text[line_start:start].strip(),
     )
@@ -293,23 +288,32 @@ def _blank_templates(text: str) -> str:
     others become ``_`` runs (a plain scalar), newlines inside an action stay."""
     if "{{" not in text:
         return text
+    from sits_doctor.source_yaml import template_actions
+
+    pieces, at = [], 0
+    for start, end in template_actions(text):  # each {{ to the first }} after it, across lines
+        pieces += [text[at:start], re.sub(r"[^\n]", "\x00", text[start:end])]
+        at = end
     out = []
-    for line in _TEMPLATE.sub(lambda m: re.sub(r"[^\n]", "\x00", m.group()), text).split("\n"):
+    for line in "".join(pieces + [text[at:]]).split("\n"):
         filler = " " if not line.replace("\x00", "").strip() else "_"
         out.append(line.replace("\x00", filler))
     return "\n".join(out)
 
 
-def _target_line(comment: Comment, alone_lines: set[int], lines: list[str]) -> int | None:
-    if not comment.alone:
-        return comment.line
-    n = comment.line + 1
-    while n <= len(lines):
+def _covered_lines(alone_lines: set[int], lines: list[str]) -> dict[int, int]:
+    """For each line holding only a comment, the line such a comment covers: the next line that
+    is not a comment-only line, when it is not blank (lines without one cover nothing). Built
+    from the last line up, once per file: a block of comments does not walk itself per comment."""
+    covered: dict[int, int] = {}
+    target: int | None = None
+    for n in range(len(lines), 0, -1):
         if n in alone_lines:
-            n += 1
-            continue
-        return n if lines[n - 1].strip() else None
-    return None
+            if target is not None:
+                covered[n] = target
+        else:
+            target = n if lines[n - 1].strip() else None
+    return covered
 
 
 def _inline_match(finding: Any, found: Iterable[Directive]) -> tuple[int, Directive] | None:
@@ -368,18 +372,12 @@ def find_ignore_file(file: Path, cache: dict[Path, Path | None] | None = None) -
 def load_ignore_file(path: Path) -> IgnoreFile:
     """Read and validate an ignore file; an unusable one is an :class:`InputError` (line:col
     where known)."""
+    from sits_doctor.source import read_text
+    from sits_doctor.source_toml import parse_toml
+
     shown = _display(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(shown, f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        message = str(exc)
-        at = _TOML_AT.search(message)
-        line, col = (int(at.group(1)), int(at.group(2))) if at else (None, None)
-        raise InputError(shown, f"invalid TOML: {_TOML_AT.sub('', message)}", line, col) from None
+    text = read_text(path, shown, what="an ignore file")
+    data = parse_toml(text, shown)
     lines = text.split("\n")
     for key in data:
         if key != "ignore":
