@@ -92,6 +92,31 @@ ROPE_KEYS = ("rope_parameters", "rope_scaling")
 
 # Dimensions that must be positive integers when a config states them (null means "not stated").
 POSITIVE_DIMS = ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab")
+# The largest a model number may be before it is a typo, not a model: lists are built per layer
+# (layer_types from a pattern), so a layer count is bounded far below memory (the deepest
+# published decoders have a few hundred layers); every other number stays below transformers'
+# own "no limit" (VERY_LARGE_INTEGER = int(1e30), the model_max_length of an unbounded
+# tokenizer), where float arithmetic on it is still exact enough and cannot overflow.
+MAX_LAYERS = 100_000
+MAX_NUMBER = int(1e30)
+
+
+def number_limit(key: str) -> int:
+    """The largest value a model config's number ``key`` may hold (:data:`MAX_LAYERS`, :data:`MAX_NUMBER`)."""
+    return MAX_LAYERS if key in ALIASES["layers"] else MAX_NUMBER
+
+
+def usable_number(key: str, value) -> bool:
+    """Whether ``value`` is a number the model facts can compute with: an int or a finite float,
+    not negative, not above :func:`number_limit` (checked before any float conversion: an
+    integer of 400 digits has none)."""
+    import math
+
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return 0 <= value <= number_limit(key)
 
 
 def invalid_facts(model) -> list[tuple[object, str]]:
@@ -119,8 +144,12 @@ def _invalid_facts(model) -> list[tuple[object, str]]:
         v = s.value
         if isinstance(v, bool) or not isinstance(v, (int, float)):
             bad.append((s, f"{key} is {_shown(v)}, not a number"))
-        elif not math.isfinite(v) or v <= 0 or v != int(v):
+        elif (isinstance(v, float) and not math.isfinite(v)) or v <= 0 or v != int(v):
             bad.append((s, f"{key} is {_shown(v)}; a dimension or length must be a positive integer"))
+        elif v > number_limit(key):
+            limit = "no model has that many layers (the limit is 100000)" if number_limit(key) == MAX_LAYERS \
+                else "larger than any model's (the limit is 10^30)"
+            bad.append((s, f"{key} is {_shown(v)}; {limit}: a typo?"))
     for key in ROPE_KEYS:
         s = model.fact(key)
         if s is not None and s.value is not None and not isinstance(s.value, dict):
@@ -140,17 +169,14 @@ def _shown(value) -> str:
 
 
 def _first(model, keys, *, number: bool = True):
-    import math
-
     from sits_doctor.facts import Value
 
     for key in keys:
         s = model.fact(key)
         if s is None or s.value is None:
             continue
-        if number and (isinstance(s.value, bool) or not isinstance(s.value, (int, float))
-                       or not math.isfinite(s.value) or s.value < 0):
-            continue  # NaN, inf and negative dimensions are not dimensions (invalid_facts reports them)
+        if number and not usable_number(key, s.value):
+            continue  # NaN, inf, negative and impossibly large dimensions are not dimensions (invalid_facts reports them)
         return Value.of(s)
     return class_default(model, keys[0])
 
@@ -570,7 +596,7 @@ def _with_vision(dims, model):
     def num(*keys):
         for k in keys:
             v = vision.get(k)
-            if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0:
+            if usable_number(k, v) and v > 0:
                 return v
         return None
 

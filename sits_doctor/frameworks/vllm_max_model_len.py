@@ -49,11 +49,11 @@ class DerivedLen:
 
 
 def is_length(value) -> bool:
-    """A usable length: a positive finite number (not a bool, not NaN/inf, not -1)."""
-    import math
+    """A usable length: a positive number the model facts accept (not a bool, not NaN/inf, not
+    -1, not past transformers.MAX_NUMBER)."""
+    from sits_doctor.frameworks.transformers import usable_number
 
-    return (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-            and value > 0)
+    return usable_number("max_position_embeddings", value) and value > 0
 
 
 def derived_max_model_len(model: ModelFacts, version: str, *, disable_sliding_window: bool = False) -> DerivedLen:
