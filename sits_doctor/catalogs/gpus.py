@@ -49,9 +49,11 @@ ESTIMATE_FRACTION = 0.90
 
 _UNIT_BYTES = {"bytes": 1, "MiB": 2**20, "GiB": 2**30}
 _IGNORED_WORDS = frozenset({"nvidia", "geforce", "tesla", "amd", "instinct"})
-_COUNT_SUFFIX = re.compile(r"^(?P<name>.*?)\s*[x×*:]\s*(?P<count>[+-]?\d+)\s*$", re.IGNORECASE)
+# The name is empty or ends in a non-blank: a lazy name followed by \s* would rescan a run of
+# blanks from each of its characters (quadratic: a name padded with 20 000 spaces took 2 s).
+_COUNT_SUFFIX = re.compile(r"^(?P<name>(?:.*?\S)??)\s*[x×*:]\s*(?P<count>[+-]?\d+)\s*$", re.IGNORECASE)
 _COUNT_PREFIX = re.compile(r"^\s*(?P<count>[+-]?\d+)\s*[x×*]\s*(?P<name>.+)$", re.IGNORECASE)
-_LABEL_SUFFIX = re.compile(r"(-MIG-.*|-SHARED)$", re.IGNORECASE)
+_LABEL_SUFFIX = re.compile(r"(-MIG-.*|-SHARED)$", re.IGNORECASE)  # used on the label's last line only
 
 
 class UnknownGpu(ValueError):
@@ -232,7 +234,9 @@ def by_product_label(label: str) -> GpuModel:
     """The card behind a Kubernetes ``nvidia.com/gpu.product`` label value such as
     ``NVIDIA-H100-80GB-HBM3`` (MIG and sharing suffixes such as ``-MIG-1g.10gb`` or
     ``-SHARED`` are ignored). Counts are not part of a label."""
-    base = _LABEL_SUFFIX.sub("", label.strip()) if label else ""
+    text = label.strip() if label else ""
+    head, newline, last = text.rpartition("\n")  # ".*$" ends only on the last line: searched there alone
+    base = head + newline + _LABEL_SUFFIX.sub("", last)
     found = _find(base) if base else None
     if found is None:
         raise _unknown(label or "")

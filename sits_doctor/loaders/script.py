@@ -301,15 +301,40 @@ def _variable(doc: SourceDoc, tok: Token, name: str, value: str, words, variable
                    site=Site("shell", doc, tok.word.pointer, tuple(w for w in words if w is not None)))
 
 
-_PIN = re.compile(r"\b(?:pip3?|uv\s+pip)\s+install\b[^\n;&|]*?(?<![\w.-])(?P<pkg>vllm|tensorrt[-_]llm)"
-                  r"(?:\[[^\]]*\])?==(?P<version>\d+(?:\.\d+)+(?:[.-]?post\d+|[.-]?rc\d+)?)(?![\w.])")
+# ``pip install ... vllm==X``, in two parts: the command, then the pinned package later in the same
+# command (before a line break or ; & |). One pattern with a lazy gap between them went back over
+# the rest of the line from every ``pip install`` on it (quadratic: a 110 KB RUN line took 10 s);
+# :func:`_pins` searches each command's stretch of text once.
+_PIN_COMMAND = re.compile(r"\b(?:pip3?|uv\s+pip)\s+install\b")
+_PIN_END = re.compile(r"[\n;&|]")
+_PIN_PACKAGE = re.compile(r"(?<![\w.-])(?P<pkg>vllm|tensorrt[-_]llm)(?:\[[^\]\n;&|]{0,256}\])?"
+                          r"==(?P<version>\d+(?:\.\d+)+(?:[.-]?post\d+|[.-]?rc\d+)?)(?![\w.])")
 _PINNED = {"vllm": "vllm", "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm"}
+
+
+def _pins(text: str) -> list[re.Match]:
+    """Each ``pip install`` command's first pinned vllm / tensorrt-llm, in order. A stretch of text
+    searched without a pin is not searched again for a later ``pip install`` inside it."""
+    found: list[re.Match] = []
+    resume = searched = 0  # where the next command may start; the end of the last empty stretch
+    for command in _PIN_COMMAND.finditer(text):
+        if command.start() < resume or command.end() <= searched:
+            continue
+        stop = _PIN_END.search(text, command.end())
+        stop = len(text) if stop is None else stop.start()
+        m = _PIN_PACKAGE.search(text, command.end(), stop)
+        if m is None:
+            searched = stop
+            continue
+        found.append(m)
+        resume = m.end()
+    return found
 
 
 def pip_pin(doc: SourceDoc, text: str, offset: int, pointer: str) -> Setting | None:
     """The last ``pip install vllm==X`` (or tensorrt-llm) in ``text``, which sits at ``offset`` of
     the file (-1: somewhere in the value at ``pointer``), as a Setting keyed by the framework."""
-    found = list(_PIN.finditer(text))
+    found = _pins(text)
     if not found:
         return None
     m = found[-1]

@@ -19,7 +19,8 @@ from sits_doctor.plan import Plan, Provenance, Setting, Site
 from sits_doctor.source import SourceDoc, join_pointer
 
 TASK_KEYS = frozenset({"resources", "setup", "envs", "num_nodes", "file_mounts", "workdir", "service", "secrets"})
-_ACCELERATOR = re.compile(r"^\s*(?P<card>[A-Za-z0-9][A-Za-z0-9_.-]*?)\s*(?::\s*(?P<count>\d+))?\s*$")
+# One \s* before the optional count, inside it: two in a row split a run of blanks every way (quadratic).
+_ACCELERATOR = re.compile(r"^\s*(?P<card>[A-Za-z0-9][A-Za-z0-9_.-]*?)(?:\s*:\s*(?P<count>\d+))?\s*$")
 
 
 def is_skypilot_task(data: Any) -> bool:
