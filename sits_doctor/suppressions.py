@@ -98,7 +98,7 @@ class IgnoreEntry:
     reason: str
     expires: date | None
     line: int | None  # of its [[ignore]] header
-    pattern: re.Pattern[str] = field(compare=False, repr=False)
+    pattern: Glob = field(compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -425,41 +425,121 @@ def _entry(item: dict, i: int, shown: str, lines: list[str], first: int | None, 
     expires = item.get("expires")
     if expires is not None and (not isinstance(expires, date) or isinstance(expires, datetime)):
         raise fail("'expires' must be a TOML date such as 2027-01-31 (no quotes, no time)", "expires")
+    try:
+        pattern = Glob(item["path"])
+    except re.error as exc:
+        raise fail(f"'path' {item['path']!r} is not a glob: {exc}", "path") from None
     return IgnoreEntry(
         path=item["path"], pointer=item["pointer"], code=item["code"], reason=item["reason"].strip(),
-        expires=expires, line=header[0], pattern=glob_regex(item["path"]),
+        expires=expires, line=header[0], pattern=pattern,
     )
 
 
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A path glob as a regex over POSIX relative paths: ``*`` and ``?`` stay within a folder,
-    ``**/`` matches any number of folders, ``[abc]`` / ``[!abc]`` are character classes."""
+_REPEATS = ("dirs", "any", "star")  # the tokens that repeat: **/ (folders), ** and *
+
+
+def _glob_tokens(pattern: str) -> list[tuple[str, str]]:
+    """A path glob as tokens: ``dirs`` (``**/``: any number of folders), ``any`` (``**``),
+    ``star`` (``*``: within a folder), ``one`` (``?``), ``class`` (``[abc]`` / ``[!abc]``, its
+    regex text) and ``char`` (itself)."""
     pattern = pattern.removeprefix("./").lstrip("/")
-    out: list[str] = []
+    out: list[tuple[str, str]] = []
     i = 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
+            out.append(("dirs", ""))
             i += 3
         elif pattern.startswith("**", i):
-            out.append(".*")
+            out.append(("any", ""))
             i += 2
         elif pattern[i] == "*":
-            out.append("[^/]*")
+            out.append(("star", ""))
             i += 1
         elif pattern[i] == "?":
-            out.append("[^/]")
+            out.append(("one", ""))
             i += 1
         elif pattern[i] == "[" and pattern.find("]", i + 2) != -1:
             close = pattern.find("]", i + 2)
             body = pattern[i + 1:close]
             body = "^" + body[1:] if body.startswith("!") else body
-            out.append("[" + body.replace("\\", "\\\\") + "]")
+            out.append(("class", "[" + body.replace("\\", "\\\\") + "]"))
             i = close + 1
         else:
-            out.append(re.escape(pattern[i]))
+            out.append(("char", pattern[i]))
             i += 1
-    return re.compile("".join(out))
+    return out
+
+
+_REGEX_OF = {"dirs": "(?:.*/)?", "any": ".*", "star": "[^/]*", "one": "[^/]"}
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A path glob as a regex over POSIX relative paths: ``*`` and ``?`` stay within a folder,
+    ``**/`` matches any number of folders, ``[abc]`` / ``[!abc]`` are character classes. Raises
+    re.error for a character class no regex accepts (``[z-a]``)."""
+    tokens = _glob_tokens(pattern)
+    return re.compile("".join(_REGEX_OF.get(kind) or (text if kind == "class" else re.escape(text))
+                              for kind, text in tokens))
+
+
+class Glob:
+    """A path glob (:func:`glob_regex`'s language) matched without backtracking: with two or more
+    repeating tokens a regex tries every way to split the path between them (``*a*a*a*a*ab``
+    took 34 s on a 200-character name), so such a glob runs as a set of positions in the pattern
+    advanced one character at a time (length of path × length of glob). With one, the regex is
+    as fast and as bounded."""
+
+    def __init__(self, pattern: str):
+        self.tokens = _glob_tokens(pattern)
+        self.regex = glob_regex(pattern)
+        self.classes = {i: re.compile(text) for i, (kind, text) in enumerate(self.tokens) if kind == "class"}
+        self.simulated = sum(kind in _REPEATS for kind, _ in self.tokens) > 1
+
+    def fullmatch(self, path: str) -> bool:
+        if not self.simulated:
+            return self.regex.fullmatch(path) is not None
+        tokens, end = self.tokens, len(self.tokens)
+        at, inside = self._closure({0}), set()  # inside: a **/ part way through its folders
+        for c in path:
+            nxt, inner = set(), set()
+            for i in at:
+                if i == end:
+                    continue
+                kind, text = tokens[i]
+                if kind == "char":
+                    if c == text:
+                        nxt.add(i + 1)
+                elif kind == "one":
+                    if c != "/":
+                        nxt.add(i + 1)
+                elif kind == "class":
+                    if self.classes[i].match(c):
+                        nxt.add(i + 1)
+                elif kind == "star":
+                    if c != "/":
+                        nxt.add(i)
+                elif kind == "any":
+                    nxt.add(i)
+                else:  # dirs
+                    inside.add(i)
+            for i in inside:  # "**/" is "" or ".*/": every character keeps it open, a "/" may close it
+                inner.add(i)
+                if c == "/":
+                    nxt.add(i + 1)
+            at, inside = self._closure(nxt), inner
+            if not at and not inside:
+                return False
+        return end in at
+
+    def _closure(self, states: set[int]) -> set[int]:
+        """``states`` and every position reached from them by a repeating token matching nothing."""
+        out, todo = set(states), list(states)
+        while todo:
+            i = todo.pop()
+            if i < len(self.tokens) and self.tokens[i][0] in _REPEATS and i + 1 not in out:
+                out.add(i + 1)
+                todo.append(i + 1)
+        return out
 
 
 def _entry_match(finding: Any, ignores: IgnoreFile, today: date) -> int | None:

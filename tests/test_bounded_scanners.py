@@ -123,6 +123,45 @@ def test_a_hostile_input_costs_about_what_an_ordinary_one_does(case: str, tmp_pa
     assert result["ratio"] < MAX_RATIO, f"{case}: {result['ratio']:.0f}x the time of an ordinary input of its size"
 
 
+_GLOB_PROGRAM = """
+import time
+from types import SimpleNamespace
+from datetime import date
+from pathlib import Path
+from sits_doctor.suppressions import _entry_match, load_ignore_file
+
+def ignores(glob):
+    path = Path("ignore-" + str(len(glob)) + ".toml")
+    path.write_text(f'[[ignore]]\\npath = "{glob}"\\npointer = ""\\ncode = "SITS204"\\nreason = "why"\\n')
+    return load_ignore_file(path)
+
+finding = SimpleNamespace(code="SITS204", location=SimpleNamespace(file="a" * 250, pointer=""))
+
+def best(loaded):
+    times = []
+    for _ in range(3):
+        start = time.perf_counter()
+        _entry_match(finding, loaded, date(2026, 1, 1))
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+hostile, ordinary = ignores("*a" * 8 + "b"), ignores("*" + "a" * 15 + "*b")
+print(best(hostile) / best(ordinary))
+"""
+
+
+def test_an_ignore_file_glob_of_many_stars_costs_what_a_plain_one_does(tmp_path) -> None:
+    """``*a*a*a*a*a*a*a*ab`` against a 250-character name: a regex tries every way to split the
+    name between the stars (five stars took 34 s on 200 characters)."""
+    try:
+        done = subprocess.run([sys.executable, "-c", _GLOB_PROGRAM], capture_output=True, text=True,
+                              timeout=TIMEOUT_S, cwd=tmp_path)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a glob of eight stars still matching after {TIMEOUT_S} s")
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.strip()) < MAX_RATIO
+
+
 # --- the scanners find what the patterns they replace found ------------------------------------------
 
 _OLD_ACTION = re.compile(r"\{\{-?.*?-?\}\}")
@@ -149,6 +188,17 @@ def test_the_helm_scanners_find_what_the_patterns_found() -> None:
         assert template_actions(text) == [m.span() for m in _OLD_TEMPLATE.finditer(text)], repr(text)
         assert _multiline_actions(text) == [m.span() for m in _OLD_MULTILINE_ACTION.finditer(text)], repr(text)
         assert _is_control_line(line) == bool(_OLD_WHOLE_LINE_ACTION.match(line)), repr(line)
+
+
+def test_the_glob_matcher_matches_what_the_regex_matched() -> None:
+    from sits_doctor.suppressions import Glob, glob_regex
+
+    paths = list(_texts(["a", "b", "/", ".", "c"], 40_000, 9, seed=4))
+    for n, pattern in enumerate(_texts(["**/", "**", "*", "?", "a", "b", "/", "[ab]", "[!a]", "."], 2_000, 6, seed=5)):
+        glob, regex = Glob(pattern), glob_regex(pattern)
+        glob.simulated = True  # the position-set matcher, even where one repeat lets the regex run
+        for path in paths[20 * n: 20 * n + 20]:
+            assert glob.fullmatch(path) == (regex.fullmatch(path) is not None), (pattern, path)
 
 
 def test_the_pin_scanner_finds_what_the_pattern_found() -> None:

@@ -85,3 +85,12 @@ def test_a_wrong_type_in_a_discovered_pyproject_is_a_located_error(tmp_path: Pat
     r = check(tmp_path)
     assert r.exit_code == 2, r.stderr
     assert "pyproject.toml:5:3: error: invalid sits-doctor settings: ignore: Input should be a valid list" in r.stderr
+
+
+def test_an_ignore_glob_no_regex_accepts_is_a_located_error(tmp_path: Path) -> None:
+    """``path = "[z-a]"`` raised re.error out of the suppression pass (exit 3)."""
+    (tmp_path / ".sits-doctor-ignore.toml").write_text(
+        '[[ignore]]\npointer = ""\n  path = "[z-a]"\ncode = "SITS204"\nreason = "why"\n')
+    r = check(tmp_path)
+    assert r.exit_code == 2, r.stderr
+    assert ".sits-doctor-ignore.toml:3:3: error: [[ignore]] entry 1: 'path' '[z-a]' is not a glob" in r.stderr, r.stderr
