@@ -156,8 +156,8 @@ def _at_original(finding: Finding, now, then, rounds: list[list[Edit]]) -> Findi
     """``finding`` (found in the text ``now`` indexes: the file after ``rounds`` of edits) at the
     place in the original file (``then``) its position came from: an offset after an edit moves
     back by what the edit changed; one inside an edit's new text goes to the edit's start."""
-    if finding.location.line < 1:
-        return finding
+    if not 1 <= finding.location.line <= len(now.starts):
+        return finding  # no line of `now` (a YAML parser counts a lone CR as a line break; LineIndex does not)
     offset = now.offset(finding.location.line, finding.location.col)
     for edits in reversed(rounds):
         shift = 0
