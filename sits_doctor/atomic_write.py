@@ -50,6 +50,7 @@ def replace_file(path: Path, shown: str, rewrite: Callable[[bytes], bytes], limi
     data = rewrite(raw)
     if not before.st_mode & 0o222 or not _may_write(path):
         raise InputError(shown, "not written: the file is read-only (make it writable to fix it)")
+    done = False
     with _HeldSignals() as held:
         tmp = None
         try:
@@ -70,7 +71,7 @@ def replace_file(path: Path, shown: str, rewrite: Callable[[bytes], bytes], limi
             if not _unchanged(path, before, raw, limit):
                 raise InputError(shown, f"not written: {CHANGED}")
             os.replace(tmp, path)
-            tmp = None
+            tmp, done = None, True
         except BaseException as exc:
             held.hold()  # a second signal waits until the temporary file is gone
             if tmp is not None:
@@ -81,7 +82,7 @@ def replace_file(path: Path, shown: str, rewrite: Callable[[bytes], bytes], limi
             if isinstance(exc, OSError):
                 raise InputError(shown, f"not written: {_reason(exc)}") from None
             raise
-    if held.delivered:  # the signal's own handler ran and returned: the write is off all the same
+    if held.delivered and not done:  # the signal's own handler ran and returned: the write is off all the same
         raise InputError(shown, f"not written: interrupted by {signal.Signals(held.delivered[0]).name}")
     _sync_folder(path.parent)
 
@@ -198,14 +199,15 @@ class _HeldSignals:
     """While the temporary file exists: SIGTERM and SIGHUP raise :class:`_Signalled` and SIGINT
     raises KeyboardInterrupt, so the file is removed on the way out; after the first one (or
     :meth:`hold`) further signals are only recorded. On exit the previous handlers are put back
-    and every signal held is delivered to them (a :class:`_Signalled` goes no further). Signals already ignored (``nohup``) are left alone, and so
-    is everything outside the main thread (only it may set handlers)."""
+    and every signal held is delivered to them (a :class:`_Signalled` goes no further). Signals
+    already ignored (``nohup``) are left alone, and so is everything outside the main thread
+    (only it may set handlers)."""
 
     def __init__(self):
         self.previous: dict[int, object] = {}
         self.pending: list[int] = []
         self.delivered: list[int] = []
-        self.holding = False
+        self.holding = True  # until every handler is in place: a signal meanwhile waits for __exit__
 
     def __enter__(self) -> _HeldSignals:
         if threading.current_thread() is not threading.main_thread():
@@ -216,6 +218,7 @@ class _HeldSignals:
                 continue
             self.previous[signum] = current
             signal.signal(signum, self._handle)
+        self.holding = False
         return self
 
     def _handle(self, signum: int, frame) -> None:

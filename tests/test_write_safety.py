@@ -360,6 +360,22 @@ def test_an_ignored_sighup_lets_the_write_finish(tmp_path):
     assert _leftovers(path.parent) == []
 
 
+def test_a_program_that_handles_sigterm_itself_gets_it_and_nothing_is_written(tmp_path, hermetic, monkeypatch):
+    path = write(tmp_path, "serve.yaml", SWAP)
+    got = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    try:
+        real = os.fsync
+        monkeypatch.setattr(os, "fsync", lambda fd: (os.kill(os.getpid(), signal.SIGTERM), real(fd)))
+        result = _fix(path)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert got == [signal.SIGTERM]  # delivered once, to its own handler, after the clean-up
+    assert _errors(result) == ["not written: interrupted by SIGTERM"]
+    assert path.read_text() == SWAP
+    assert _leftovers(tmp_path) == []
+
+
 def test_the_signal_handlers_are_put_back(tmp_path, hermetic):
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     path = write(tmp_path, "serve.yaml", SWAP)
