@@ -133,7 +133,7 @@ from sits_doctor.fixes import config as edit
 from sits_doctor.frameworks import transformers as tf
 from sits_doctor.frameworks import trtllm as trt
 from sits_doctor.frameworks import vllm as fw
-from sits_doctor.loaders.vllm_args import LOOKALIKE, ascii_dashes
+from sits_doctor.loaders.vllm_args import LOOKALIKE, LOOKALIKE_DASHES, ascii_dashes
 from sits_doctor.plan import Plan, Provenance, Setting
 from sits_doctor.rule import Rule, closest
 from sits_doctor.source import join_pointer
@@ -256,10 +256,15 @@ def _judge_flag(plan: Plan, ctx, setting: Setting, flag: str, release: str, evid
     shown = setting.raw_key if setting.raw_key.startswith("-") or plan.kind == fw.KWARGS else flag
     if info is None and setting.key.startswith(LOOKALIKE):
         plain = ascii_dashes(setting.raw_key)
+        odd = next(c for c in setting.raw_key if c in LOOKALIKE_DASHES)
+        if setting.raw_key[0] == odd:
+            what = (f"starts with a look-alike dash (U+{ord(odd):04X}), not '-': vLLM reads it as a positional "
+                    f"argument, not {plain}; {ctx.target.name} fails to start")
+        else:
+            what = (f"has a look-alike dash (U+{ord(odd):04X}) where '-' belongs: it is not {plain}; "
+                    f"{ctx.target.name} rejects it at startup")
         yield RULE.finding(
-            plan, setting,
-            f"{setting.raw_key} starts with a look-alike dash (U+{ord(setting.raw_key[0]):04X}), not '-': vLLM reads "
-            f"it as a positional argument, not {plain}; {ctx.target.name} fails to start",
+            plan, setting, f"{setting.raw_key} {what}",
             evidence=evidence, fix_hint=f"write {plain} with ASCII hyphens", quote=_argparse(setting),
             fixes=[edit.rename(setting, plain, f"write {plain} with ASCII hyphens", target=ctx.target)],
         )

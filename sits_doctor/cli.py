@@ -26,7 +26,11 @@ ABOUT = ("Lint LLM inference deployment configs: Hugging Face, vLLM, TensorRT-LL
 
 def main(argv: list[str] | None = None) -> None:
     """The console entry point: run ``sits-doctor ARGV`` and exit with its code."""
-    code = run(sys.argv[1:] if argv is None else list(argv))
+    try:
+        code = run(sys.argv[1:] if argv is None else list(argv))
+    except KeyboardInterrupt:  # Ctrl-C: a short line, not a traceback (fix removes its temporary file first)
+        _err(f"{PROG}: interrupted")
+        code = 130  # 128 + SIGINT, what a shell reports for it
     for stream in (sys.stdout, sys.stderr):  # what is left in a buffer must not fail the exit (status 120)
         try:
             if stream is not None:

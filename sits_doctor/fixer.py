@@ -4,23 +4,24 @@ For each file: take the applicable fixes of its findings (safe ones; unsafe ones
 ``--unsafe-fixes``; display-only ones never), sort them, drop any that overlaps one already
 taken (a later round gets it), apply the edits to the text, check the new text again, and repeat
 until no applicable fix is left (at most :data:`MAX_ROUNDS` rounds; a file that does not settle
-is left untouched and reported). The result is written atomically: a temporary file in the same
-folder, flushed and fsynced, its mode copied from the original, then renamed over it — and only
-if the file on disk still holds exactly the text that was checked. A symlink is written through
-only when its target stays inside the checked tree. Every byte outside the edits is copied.
+is left untouched and reported). The result is written by :mod:`sits_doctor.atomic_write` (a
+temporary file in the same folder, renamed over the original; see there for what it refuses),
+and only if the file on disk still holds exactly the text that was checked. A symlink is written
+through only when its target stays inside the checked tree. Every byte outside the edits is copied.
 """
 
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from sits_doctor import atomic_write
 from sits_doctor.engine import CheckOptions, Report, check
 from sits_doctor.errors import InputError
 from sits_doctor.finding import Edit, Finding, Fix, Safety
+from sits_doctor.source import MAX_FILE_BYTES
 
 MAX_ROUNDS = 10
 BOM = "\ufeff"
@@ -155,8 +156,8 @@ def _at_original(finding: Finding, now, then, rounds: list[list[Edit]]) -> Findi
     """``finding`` (found in the text ``now`` indexes: the file after ``rounds`` of edits) at the
     place in the original file (``then``) its position came from: an offset after an edit moves
     back by what the edit changed; one inside an edit's new text goes to the edit's start."""
-    if finding.location.line < 1:
-        return finding
+    if not 1 <= finding.location.line <= len(now.starts):
+        return finding  # no line of `now` (a YAML parser counts a lone CR as a line break; LineIndex does not)
     offset = now.offset(finding.location.line, finding.location.col)
     for edits in reversed(rounds):
         shift = 0
@@ -199,51 +200,22 @@ def _inside(path: Path, roots: list[Path]) -> bool:
 
 
 def write_atomically(path: Path, expected: str, new: str, roots: list[Path]) -> None:
-    """Replace the file at ``path`` (resolved) with ``new`` if it still holds ``expected``."""
+    """Replace the file at ``path`` (resolved) with ``new`` if it still holds ``expected``
+    (:func:`sits_doctor.atomic_write.replace_file` does the writing and its refusals)."""
     shown = os.path.relpath(path) if not os.path.relpath(path).startswith("..") else str(path)
     if not _inside(path, roots):
         raise InputError(shown, "not written: the file is reached through a symlink that leaves the checked tree")
-    try:
-        raw = path.read_bytes()
-        mode = path.stat().st_mode & 0o7777
-    except OSError as exc:
-        raise InputError(shown, f"not written: cannot read it again: {exc.strerror or exc}") from None
-    bom = raw.startswith(BOM.encode())
-    try:
-        current = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        current = None
-    if current is not None and bom:
-        current = current[1:]
-    if current != expected:
-        raise InputError(shown, "not written: the file changed since it was checked; run fix again")
-    data = ((BOM if bom else "") + new).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".sits-doctor-tmp")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        _before_rename(tmp, path)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(exc, OSError):
-            raise InputError(shown, f"not written: {exc.strerror or exc}") from None
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    except OSError:
-        pass
 
+    def rewrite(raw: bytes) -> bytes:
+        bom = raw.startswith(BOM.encode())
+        try:
+            current = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            current = None
+        if current is not None and bom:
+            current = current[1:]
+        if current != expected:
+            raise InputError(shown, "not written: the file changed since it was checked; run fix again")
+        return ((BOM if bom else "") + new).encode("utf-8")
 
-def _before_rename(tmp: str, path: Path) -> None:
-    """A seam for the crash-safety test (a failure injected between write and rename)."""
+    atomic_write.replace_file(path, shown, rewrite, MAX_FILE_BYTES)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, run_cli, write
-from sits_doctor import fixer
+from sits_doctor import atomic_write, fixer
 from sits_doctor.engine import CheckOptions, check
 from sits_doctor.errors import InputError
 from sits_doctor.finding import Edit, Fix, Safety
@@ -188,7 +188,7 @@ def test_failure_before_rename_leaves_the_original_and_no_temp_file(tmp_path, he
     def boom(tmp, target):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(fixer, "_before_rename", boom)
+    monkeypatch.setattr(atomic_write, "_before_rename", boom)
     result = fixer.fix_paths([str(path)], CheckOptions(isolated=True), apply=True)
     assert path.read_text() == SWAP
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hf-cache", "serve.yaml"]

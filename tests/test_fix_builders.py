@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from sits_doctor import fixer
+from sits_doctor import atomic_write, fixer
 from sits_doctor.errors import InputError
 from sits_doctor.finding import Edit, Finding, Fix, Safety
 from sits_doctor.fixer import apply_edits
@@ -846,7 +846,7 @@ def test_write_atomically_reraises_what_is_not_an_os_error(tmp_path, monkeypatch
     def boom(tmp, target):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(fixer, "_before_rename", boom)
+    monkeypatch.setattr(atomic_write, "_before_rename", boom)
     with pytest.raises(KeyboardInterrupt):
         fixer.write_atomically(path, "a", "b", [tmp_path])
     assert path.read_text() == "a"

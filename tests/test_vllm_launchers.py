@@ -273,7 +273,8 @@ def test_heredoc_bodies_are_not_words():
     heredocs: list = []
     text = "cat <<-'X' | tee a.yaml\n\tvllm serve m\n\tX\nvllm serve n\ncat <<< 'x'\n"
     words = shell.split(text, heredocs)
-    assert [w.text for w in words] == ["cat", "<<-X", "|", "tee", "a.yaml", ";", "vllm", "serve", "n", ";", "cat", "<<<", "x"]
+    assert [w.text for w in words] == ["cat", "<<-", "X", "|", "tee", "a.yaml", ";", "vllm", "serve", "n", ";", "cat", "<<<",
+                                       "x"]
     (h,) = heredocs
     assert (text[h.start:h.end], h.expands, h.word) == ("\tvllm serve m\n", False, 1)
     from sits_doctor.loaders.script import _heredoc_target

@@ -92,7 +92,9 @@ def split_shell(doc: SourceDoc, script: str, pointer: str) -> list[Token]:
     offsets = shell.scalar_offsets(doc.text, pos.start, pos.end, pos.style, script) if pos.start >= 0 else []
     whole_templated = pointer in doc.templated
     tokens = []
-    for w in shell.split(script):
+    split = shell.split(script)
+    skipped = shell.redirections(split)  # `> log`, `2>&1`: no arguments
+    for w in (w for k, w in enumerate(split) if k not in skipped):
         start, end = shell.source_span(offsets, w.start, w.end) if offsets else (-1, -1)
         at = start if start >= 0 else next((o for o in offsets[w.start:w.end] if o >= 0), -1)
         if at >= 0:

@@ -62,25 +62,34 @@ def _heredoc_target(words: list[shell.ShellWord], at: int) -> str | None:
     while end < len(words) and not words[end].operator:
         end += 1
     command = words[start:end]
-    for k, w in enumerate(command):
-        if w.text in (">", ">>") and k + 1 < len(command):
-            return command[k + 1].text
-        if w.text.startswith(">") and not w.quote and len(w.text.lstrip(">")) > 0:
-            return w.text.lstrip(">")
     if end < len(words) and words[end].text == "|":  # cat <<EOF | tee FILE
         after = end + 1
         while after < len(words) and not words[after].operator:
             after += 1
-        command = words[end + 1:after]
+        piped = words[end + 1:after]
+        if piped and piped[0].text == "tee":
+            command = piped
     if command and command[0].text == "tee":
-        files = [w.text for w in command[1:] if not w.text.startswith(("-", "<<"))]
+        skipped = shell.redirections(command)
+        files = [w.text for k, w in enumerate(command[1:], 1) if k not in skipped and not w.text.startswith("-")]
         return files[0] if files else None
+    for k, w in enumerate(command):
+        if w.redirect and _STDOUT.fullmatch(w.text) and k + 1 < len(command) and not command[k + 1].redirect:
+            return command[k + 1].text
     return None
 
 
+_STDOUT = re.compile(r"1?>>?|1?>\||&>>?")  # redirections of the standard output to a file
+
+
 def _tokens(doc: SourceDoc, words: list[shell.ShellWord], first: int) -> list[Token]:
+    """The words as Tokens; redirections (``> log``, ``2>&1``, ``<<EOF``) are no arguments and
+    are left out."""
     out = []
+    skipped = shell.redirections(words)
     for i, w in enumerate(words, first):
+        if i - first in skipped:
+            continue
         pointer = f"/{i}"
         pos = doc.positions[pointer]
         prov = Provenance(file=doc.path, pointer=pointer, doc_index=doc.index, line=pos.line, col=pos.col)
@@ -294,7 +303,7 @@ def _variable(doc: SourceDoc, tok: Token, name: str, value: str, words, variable
     prov = tok.prov
     if templated:
         probe = tok._replace(text=value, templated=True)
-        (done,), unknown = resolve_vars([probe], variables)
+        (done,), unknown = resolve_vars([probe], variables, assignment=True)
         if not unknown:
             value, templated, prov = done.text, False, done.prov
     return Setting(key=name, raw_key=name, value=value, raw=value, prov=prov, templated=templated,
@@ -548,7 +557,10 @@ def _dockerfile_tokens(doc: SourceDoc) -> tuple[list[Token], dict[str, Setting],
             continue
         if keyword in doc.derived:  # shell form
             words = doc.derived[keyword]
+            skipped = shell.redirections(words)  # `> log`, `2>&1`: no arguments
             for i, w in enumerate(words):
+                if i in skipped:
+                    continue
                 pointer = join_pointer(f"/{keyword}", i)
                 line, col = doc.lines.linecol(w.start)
                 doc.positions.setdefault(pointer, Pos(line, col, start=w.start, end=w.end, style=w.quote or None))

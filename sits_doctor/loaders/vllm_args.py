@@ -11,14 +11,15 @@ import re
 from typing import Any, NamedTuple
 
 from sits_doctor.frameworks import vllm as fw
+from sits_doctor.loaders import shell
 from sits_doctor.plan import Provenance, Setting, Site, Word
 from sits_doctor.source_yaml import TEMPLATE_MARK
 
 normalize_key = fw.normalize_key
 
 _HUMAN_INT = re.compile(r"^(\d+(?:\.\d+)?)([kmgKMG]?)$")
-# $VAR, ${VAR}, $(VAR), $((...)), `...`, and the shell's positional and special parameters ($1, ${2:-x}, $@)
-_SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?|\$\(\(|`|\$\{?[0-9@*#?!$]")
+# $VAR, ${VAR}, $(VAR), $((...)), $[...], `...`, and the shell's positional and special parameters ($1, ${2:-x}, $@)
+_SHELL_VAR = re.compile(r"\$(\{|\()?[A-Za-z_][A-Za-z0-9_]*[})]?|\$\(\(|`|\$\{?[0-9@*#?!$]|\$\[")
 
 
 class Token(NamedTuple):
@@ -90,25 +91,41 @@ def coerce(key: str, value: Any) -> Any:
     return value
 
 
-LOOKALIKE_DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"  # hyphen, en/em dash, minus ...
+# What a word processor, a web page or an input method may put where '-' was typed: every character
+# Unicode calls a dash (category Pd) but '-' itself, and the minus signs (U+2212 and its modifier,
+# superscript, subscript and heavy forms). tests/test_shell_launch_scripts.py checks the list
+# against the Unicode database.
+LOOKALIKE_DASHES = ("\u02d7\u058a\u05be\u1400\u1806\u2010\u2011\u2012\u2013\u2014\u2015\u207b\u208b\u2212\u2796"
+                    "\u2e17\u2e1a\u2e3a\u2e3b\u2e40\u2e5d\u301c\u3030\u30a0\ufe31\ufe32\ufe58\ufe63\uff0d\U00010ead")
 LOOKALIKE = fw.LOOKALIKE
 
 
 def _is_flag(text: str) -> bool:
-    if text[:1] in LOOKALIKE_DASHES and len(text) > 2:
-        return True
+    if text[:1] in LOOKALIKE_DASHES:
+        rest = text.lstrip("-" + LOOKALIKE_DASHES)
+        return len(text) > 2 and rest[:1].isalpha()
     if not text.startswith("-") or text == "-":
         return False
     return not re.fullmatch(r"-\d+(\.\d+)?", text)
 
 
+def has_lookalike_dash(name: str) -> bool:
+    """Whether a flag's name holds a look-alike dash anywhere (``－－max-model-len``,
+    ``--max－model-len``): no flag vLLM knows."""
+    return any(c in LOOKALIKE_DASHES for c in name)
+
+
 def ascii_dashes(text: str) -> str:
-    """The flag meant: look-alike dashes become '-', and a lone leading en/em dash '--' (what
-    word processors make of a typed '--')."""
-    lead = len(text) - len(text.lstrip(LOOKALIKE_DASHES))
-    if lead == 1 and text[0] in "\u2013\u2014":
-        return "--" + text[1:]
-    return "".join("-" if c in LOOKALIKE_DASHES else c for c in text)
+    """The flag meant: every look-alike dash becomes '-', and one look-alike alone before the
+    name becomes '--' (what word processors make of a typed '--'), or '-' before a short option
+    (``—tp``: ``-tp``)."""
+    plain = "".join("-" if c in LOOKALIKE_DASHES else c for c in text)
+    lead = len(text) - len(text.lstrip("-" + LOOKALIKE_DASHES))
+    if lead == 1 and text[0] in LOOKALIKE_DASHES:
+        name = plain.partition("=")[0]
+        if name not in fw.SHORTHANDS and not re.fullmatch(r"-O\d*", name):
+            return "-" + plain
+    return plain
 
 
 def expand_nested(setting: Setting) -> dict[str, Setting]:
@@ -153,9 +170,10 @@ def parse_args(tokens: list[Token], doc=None) -> tuple[dict[str, Setting], list[
         name, eq, inline = text.partition("=")
         templated = tok.templated
         used = [tok]
-        if name[:1] in LOOKALIKE_DASHES:
-            # not a flag to vLLM's parser (a positional word), but written as one: kept apart so
-            # that no rule takes it for the real option, and reported (SITS204)
+        if has_lookalike_dash(name):
+            # not a flag vLLM knows (a positional word when it starts with the look-alike), but
+            # written as one: kept apart so that no rule takes it for the real option, and
+            # reported (SITS204)
             key, value = LOOKALIKE + normalize_key(ascii_dashes(name).lstrip("-")), True
         elif re.fullmatch(r"-O\d+", name):
             key, value = fw.OPTIMIZATION_LEVEL, int(name[2:])
@@ -221,51 +239,45 @@ def is_shell_templated(text: str) -> bool:
     return bool(_SHELL_VAR.search(text))
 
 
-# $(VAR) (Kubernetes), ${NAME}, ${NAME:-default} / ${NAME-default} / ${NAME:=default}, $NAME; NAME may be a
-# positional parameter ($1, ${2:-2}: the script's arguments, never set in the file).
-_VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)"
-                      r"|\$\{([A-Za-z_][A-Za-z0-9_]*|[0-9]+)(?:(:?[-=])([^}]*))?\}"
-                      r"|\$([A-Za-z_][A-Za-z0-9_]*|[0-9])")
-
-
-def resolve_vars(tokens: list[Token], env: dict[str, Setting]) -> tuple[list[Token], int]:
+def resolve_vars(tokens: list[Token], env: dict[str, Setting], *, assignment: bool = False) -> tuple[list[Token], int]:
     """Words with ``$(VAR)`` (Kubernetes), ``${VAR}``, ``${VAR:-default}`` and ``$VAR`` replaced by
-    the container's own environment where it says what they are. ``${VAR:-default}`` (and
-    ``${1:-default}``, a script argument) is the default when the file does not set the variable
-    at all; the word's provenance then says so. A variable that is set to something the file
-    does not know (a secret, a field, another variable) stays unknown, and so does any ``$``
-    expression left over. A resolved word keeps no file span (a fix must not rewrite the
-    reference). Returns the words and how many stay unknown."""
+    the container's own environment where it says what they are (:func:`shell.expand` reads
+    them; nested defaults included). ``${VAR:-default}`` (and ``${1:-default}``, a script
+    argument) is the default when the file does not set the variable at all; the word's
+    provenance then says so. A variable that is set to something the file does not know (a
+    secret, a field, another variable) stays unknown, and so does any ``$`` expression it does
+    not follow. A resolved word keeps no file span (a fix must not rewrite the reference); an
+    unquoted shell word that expands to nothing is gone, as the shell drops it (``assignment``:
+    the words are the values of ``NAME=value``, which are neither split nor dropped). Returns
+    the words and how many stay unknown."""
     out, unknown = [], 0
+
+    def lookup(name: str):
+        s = env.get(name)
+        if s is None:
+            return shell.UNSET
+        return None if s.templated or s.value is None else str(s.value)
+
     for tok in tokens:
         if not tok.templated or tok.operator or "$" not in tok.text:
             out.append(tok)
             continue
-        missing = False
-        defaults: list[str] = []
-
-        def value(m: re.Match[str]) -> str:
-            nonlocal missing
-            name = m.group(1) or m.group(2) or m.group(5)
-            s = env.get(name)
-            if s is not None and not s.templated and s.value is not None:
-                if s.prov.note:  # the variable itself took a default
-                    defaults.append(f"{m.group(0)}: {s.prov.note}")
-                return str(s.value)
-            if m.group(4) is not None and s is None:
-                # ${VAR:-default}: the default, when the file does not set the variable
-                where = f"argument {name} of the script" if name.isdigit() else name
-                defaults.append(f"{m.group(0)} is its default {m.group(4)!r} ({where} is not set in the file)")
-                return m.group(4)
-            missing = True
-            return m.group(0)
-
-        text = _VAR_REF.sub(value, tok.text)
-        if missing or "{{" in text or TEMPLATE_MARK in text or is_shell_templated(text):
+        splits = tok.site == "shell" and not assignment and not (tok.word is not None and tok.word.quote == '"')
+        text, used = shell.expand(tok.text, lookup, splits=splits)
+        if text is None or "{{" in text or TEMPLATE_MARK in text or is_shell_templated(text):
             unknown += 1
             out.append(tok)
-        else:
-            word = tok.word._replace(start=-1, end=-1) if tok.word is not None else None
-            prov = tok.prov._replace(note="; ".join(defaults)) if defaults else tok.prov
-            out.append(tok._replace(text=text, templated=False, word=word, prov=prov))
+            continue
+        if splits and not text:
+            continue  # an empty unquoted expansion: the shell drops the word
+        notes = []
+        for use in used:
+            if use.default is not None:
+                where = f"argument {use.name} of the script" if use.name.isdigit() else use.name
+                notes.append(f"{use.expression} is its default {use.default!r} ({where} is not set in the file)")
+            elif env[use.name].prov.note:  # the variable itself took a default
+                notes.append(f"{use.expression}: {env[use.name].prov.note}")
+        word = tok.word._replace(start=-1, end=-1) if tok.word is not None else None
+        prov = tok.prov._replace(note="; ".join(notes)) if notes else tok.prov
+        out.append(tok._replace(text=text, templated=False, word=word, prov=prov))
     return out, unknown
