@@ -619,10 +619,13 @@ def launched_script(doc: SourceDoc, folder: str) -> tuple[str, list[Token]] | No
 
 
 def _head(path: str) -> str:
+    """The first 200 characters of a file, read as every input is (a FIFO cannot hang it)."""
+    from sits_doctor.errors import InputError
+    from sits_doctor.source import read_input
+
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(200)
-    except OSError:
+        return read_input(path, path)[:800].decode("utf-8", errors="replace")[:200]
+    except InputError:
         return ""
 
 
