@@ -247,3 +247,25 @@ def test_an_unrecognized_mapping_says_what_it_looked_closest_to(tmp_path: Path):
     assert near.message.startswith("not a recognized config (closest to a vLLM --config file: 2 of its 5 top-level "
                                    "keys are vLLM options (model, port)")
     assert far.message.startswith("not a recognized config; expected")
+
+
+def test_exec_form_strings_keep_no_state_per_character():
+    """A Dockerfile CMD of one long JSON string: the item scanner holds no backtracking state per
+    character (the alternation it replaced peaked at about 140 bytes a character; an escape still costs one group)."""
+    import random
+    import re
+    import tracemalloc
+
+    from sits_doctor.loaders.script import _JSON_STRING
+
+    reference = re.compile(r'"(?:[^"\\\n]|\\.)*"')  # what it finds: the plain JSON string pattern
+    rng = random.Random(7)
+    for _ in range(3000):
+        s = "".join(rng.choice('ab"\\\n x') for _ in range(rng.randint(0, 16)))
+        assert [m.span() for m in _JSON_STRING.finditer(s)] == [m.span() for m in reference.finditer(s)], repr(s)
+    big = '"' + ("a" * 100_000 + "\\\"") * 20 + '"'  # long runs of plain characters, a few escapes
+    tracemalloc.start()
+    assert _JSON_STRING.fullmatch(big)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < len(big) // 4, peak

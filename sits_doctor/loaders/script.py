@@ -472,7 +472,9 @@ def _without_skipped_lines(body: str) -> str:
 
 
 _CONTINUATION = re.compile(r"\\[ \t]*\r?\n")  # Docker: the escape character ending a line (trailing blanks allowed)
-_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+# unrolled: runs of plain characters in one step, one group per escape (an alternation per character
+# keeps backtracking state for every character of a long string)
+_JSON_STRING = re.compile(r'"[^"\\\n]*(?:\\.[^"\\\n]*)*"')
 
 
 def _command_value(doc: SourceDoc, keyword: str, body: str, start: int) -> Any:
