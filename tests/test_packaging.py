@@ -95,3 +95,26 @@ def test_python_dash_m_and_the_api_from_the_clone_root():
                           "bad_swap_space.yaml', sits_doctor.CheckOptions(isolated=True)); print(r.exit_code)"],
                          cwd=REPO, capture_output=True, text=True, timeout=120)
     assert api.stdout.strip() == "1", api.stderr
+
+
+def test_the_clone_root_with_a_regular_install(wheel, tmp_path):
+    """After the README's first command (a regular install, no -e) the clone root's sits_doctor/
+    comes first on sys.path and has no rules/ inside: it finds them at the top level, and the
+    root's kernels/ does not shadow the PyPI package of that name afterwards."""
+    target = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), str(wheel)],
+        check=True, capture_output=True, text=True,
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    ran = subprocess.run([sys.executable, "-m", "sits_doctor", "check", "fixtures/vllm/bad_swap_space.yaml",
+                          "--isolated", "-q"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 1, ran.stderr
+    assert ran.stdout.startswith("fixtures/vllm/bad_swap_space.yaml:4:1: SITS204 [error] --swap-space")
+    code = ("import os, sys, importlib.util, sits_doctor, sits_doctor.rules, sits_doctor.kernels; "
+            "spec = importlib.util.find_spec('kernels'); "
+            "print(spec.origin if spec else None); print(os.getcwd() in [os.path.abspath(p or '.') for p in sys.path])")
+    shown = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    origin, on_path = shown.stdout.split()
+    assert origin == "None" or not origin.startswith(str(REPO / "kernels")), origin
+    assert on_path == "False"
