@@ -163,3 +163,22 @@ LLAMA_8B = """
   "torch_dtype": "bfloat16"
 }
 """
+
+
+# The fast loop (`pytest -m "not slow"`) leaves out whole modules whose tests are slow by nature:
+# Triton's CPU interpreter, the fuzzer, pre-commit and wheel builds, and tests that start a fresh
+# interpreter per case (bounded-time and signal tests). CI runs everything.
+SLOW_MODULES = (
+    "kernels/",  # every kernel test runs in Triton's interpreter
+    "test_fuzz.py", "test_precommit.py", "test_packaging.py",
+    "test_bounded_scanners.py", "test_bounded_inputs.py", "test_bounded_walk.py", "test_bounded_settings.py",
+    "test_write_safety.py", "test_streams.py", "test_streams_fix_diff.py", "test_static_path.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    root = Path(__file__).resolve().parent
+    for item in items:
+        rel = Path(str(item.fspath)).resolve().relative_to(root).as_posix()
+        if rel.startswith(SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)

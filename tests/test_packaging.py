@@ -118,3 +118,11 @@ def test_the_clone_root_with_a_regular_install(wheel, tmp_path):
     origin, on_path = shown.stdout.split()
     assert origin == "None" or not origin.startswith(str(REPO / "kernels")), origin
     assert on_path == "False"
+
+
+def test_every_slow_module_exists():
+    """A renamed module would silently join the fast loop: each entry of SLOW_MODULES names one."""
+    from conftest import SLOW_MODULES
+
+    tests = REPO / "tests"
+    assert all((tests / name).exists() for name in SLOW_MODULES), [n for n in SLOW_MODULES if not (tests / n).exists()]
