@@ -127,11 +127,11 @@ def matches(code: str, selectors: Sequence[str]) -> bool:
     return any(s.upper() == "ALL" or code.startswith(s.upper()) for s in selectors)
 
 
-def check_selectors(selectors: Sequence[str], where: str, what: str) -> None:
+def check_selectors(selectors: Sequence[str], where: str, what: str, at: tuple[int, ...] = ()) -> None:
     codes = [m.RULE.code for m in rule_modules()]
     for s in selectors:
         if s.upper() != "ALL" and not any(c.startswith(s.upper()) for c in codes):
-            raise InputError(where, f"unknown rule selector {s!r} in {what} (see `sits-doctor rules`)")
+            raise InputError(where, f"unknown rule selector {s!r} in {what} (see `sits-doctor rules`)", *at)
 
 
 class _Selection:
@@ -143,10 +143,14 @@ class _Selection:
 
     def __init__(self, settings: ProjectSettings, opts: CheckOptions):
         where = display_path(Path(settings.source)) if settings.source else "<arguments>"
+        from sits_doctor.settings import locate
+
         for name in ("select", "extend_select", "ignore"):
-            check_selectors(getattr(settings, name) or (), where, name.replace("_", "-"))
+            key = name.replace("_", "-")
+            check_selectors(getattr(settings, name) or (), where, key,
+                            locate(settings.source, key) or locate(settings.source, name))
         for codes in settings.per_file_ignores.values():
-            check_selectors(codes, where, "per-file-ignores")
+            check_selectors(codes, where, "per-file-ignores", locate(settings.source, "per-file-ignores"))
         if opts.select:
             select, extend, ignore = list(opts.select), list(opts.extend_select), list(opts.ignore)
         else:
@@ -163,7 +167,7 @@ class _Selection:
             try:
                 framework, version = parse_target(spec)
             except ValueError as exc:
-                raise InputError(where, f"target: {exc}") from None
+                raise InputError(where, f"target: {exc}", *locate(settings.source, "target")) from None
             self.targets[framework] = (version, f"target in {where}")
 
 
@@ -247,7 +251,11 @@ def check(paths: Sequence[str | Path] | str | Path, options: CheckOptions | None
             try:
                 plan_gpu = gpus_by_name.setdefault(settings.gpu, gpu_spec(CheckOptions(gpu=settings.gpu)))
             except InputError as err:
-                err = InputError(settings.source or plan.file, f"gpu: {err.message.removeprefix('--gpu ')}")
+                from sits_doctor.settings import locate
+
+                err = InputError(display_path(Path(settings.source)) if settings.source else plan.file,
+                                 f"gpu: {err.message.removeprefix('--gpu ')}",
+                                 *locate(settings.source, "gpu"))
                 if err not in report.errors:
                     report.errors.append(err)
         plan.facts = effective(plan, plan_gpu, runtime=opts.runtime, report=report)

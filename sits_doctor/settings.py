@@ -146,6 +146,20 @@ def load_settings(path: Path) -> ProjectSettings:
     return ProjectSettings(**values)._replace(root=path.parent, source=str(path))
 
 
+def locate(source: str | None, key: str) -> tuple[int, ...]:
+    """``(line, col)`` where a settings file writes ``key`` (in pyproject.toml, inside its
+    [tool.sits-doctor] table), or ``()``: for errors found after the file was loaded (an unknown
+    rule selector, target or GPU)."""
+    if not source:
+        return ()
+    try:
+        text = read_text(Path(source), display_path(Path(source)), what=SETTINGS_FILE)
+    except InputError:
+        return ()
+    start = max(text.find("[tool.sits-doctor]"), 0) if Path(source).name == "pyproject.toml" else 0
+    return _key_at(text, key, start) or ()
+
+
 def _toml_type(value) -> str:
     """What a TOML value is, in TOML's words."""
     if isinstance(value, bool):

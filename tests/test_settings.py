@@ -445,3 +445,23 @@ def test_show_settings_prints_the_file_and_its_values(tmp_path):
     assert lines[-2:] == ["command line (wins over the file):", "  --fail-on error"]
     isolated = run_cli("check", "deploy", "--show-settings", "--isolated", cwd=tmp_path)
     assert "settings file     (--isolated)" in isolated.stdout and "target            []" in isolated.stdout
+
+
+@pytest.mark.parametrize("name, text, message, at", [
+    ("pyproject.toml", 'x = 1\n\n[tool.sits-doctor]\ngpu = "H100"\nselect = ["SITS9999"]\n',
+     "unknown rule selector 'SITS9999' in select", (5, 1)),
+    (".sits-doctor.toml", 'ignore = ["SITS2"]\nper-file-ignores = { "a.yaml" = ["XX1"] }\n',
+     "unknown rule selector 'XX1' in per-file-ignores", (2, 1)),
+    (".sits-doctor.toml", '\ntarget = ["vllm==abc"]\n', "target: 'vllm==abc'", (2, 1)),
+    (".sits-doctor.toml", '# the GPU\n  gpu = "H999"\n', "gpu: unknown GPU 'H999'", (2, 3)),
+])
+def test_values_judged_after_loading_are_located_errors(tmp_path, monkeypatch, name, text, message, at):
+    """An unknown selector, target or GPU in a settings file is an error at its key, exit 2."""
+    from sits_doctor.engine import CheckOptions, check
+
+    (tmp_path / name).write_text(text)
+    (tmp_path / "vllm.yaml").write_text("model: org/m\nmax-model-len: 4\n")
+    monkeypatch.chdir(tmp_path)
+    report = check(["vllm.yaml"], CheckOptions())
+    (err,) = report.errors
+    assert message in err.message and (err.path, err.line, err.col) == (name, *at), (err.path, err.line, err.col, err.message)
