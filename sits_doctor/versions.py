@@ -8,6 +8,7 @@ installed package, then the newest version the rules know.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from functools import lru_cache
 
 from packaging.version import InvalidVersion, Version
@@ -20,7 +21,23 @@ from sits_doctor.frameworks import trtllm as _trt
 from sits_doctor.frameworks import vllm as _vllm
 
 # Newest releases the knowledge modules cover.
-NEWEST_KNOWN: dict[str, str] = {"vllm": _vllm.NEWEST, "trtllm": _trt.NEWEST, "ortgenai": _oga.NEWEST, "hf": _tf.NEWEST}
+class _NewestKnown(Mapping):
+    """Each framework's newest release the rules know, from that framework module's own data
+    (read when first asked)."""
+
+    _MODULES = {"vllm": _vllm, "trtllm": _trt, "ortgenai": _oga, "hf": _tf}
+
+    def __getitem__(self, framework: str) -> str:
+        return self._MODULES[framework].NEWEST
+
+    def __iter__(self):
+        return iter(self._MODULES)
+
+    def __len__(self) -> int:
+        return len(self._MODULES)
+
+
+NEWEST_KNOWN: Mapping[str, str] = _NewestKnown()
 PACKAGES: dict[str, str] = {"vllm": "vllm", "trtllm": "tensorrt_llm", "ortgenai": "onnxruntime-genai", "hf": "transformers"}
 ALIASES: dict[str, str] = {
     "vllm": "vllm",

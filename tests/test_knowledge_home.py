@@ -65,3 +65,23 @@ def test_engine_knows_the_ignore_file_name():
     from sits_doctor import engine, suppressions
 
     assert engine.IGNORE_FILE == suppressions.IGNORE_FILE
+
+
+def test_every_newest_comes_from_its_frameworks_data():
+    """No NEWEST written by hand beside the data that knows it (issue 28 #3)."""
+    import json
+
+    from sits_doctor.frameworks import ortgenai, ortgenai_releases, transformers, trtllm, vllm
+    from sits_doctor.versions import NEWEST_KNOWN
+
+    data = Path(vllm.__file__).parent / "data"
+    read = lambda name: json.loads((data / name).read_text(encoding="utf-8"))  # noqa: E731
+    assert NEWEST_KNOWN["vllm"] == read("vllm_options.json")["releases"][-1]
+    assert NEWEST_KNOWN["trtllm"] == read("trtllm_options.json")["releases"][-1] == trtllm.NEWEST
+    assert NEWEST_KNOWN["ortgenai"] == read("ortgenai_keys.json")["versions"][-1] == ortgenai.NEWEST
+    assert NEWEST_KNOWN["hf"] == read("hf_runtime.json")["transformers"] == transformers.NEWEST
+    # the transformers tables were made at one release
+    assert read("hf_config_defaults.json")["transformers"] == transformers.NEWEST
+    assert ortgenai_releases.releases()[-1] == ortgenai.NEWEST and dict(NEWEST_KNOWN).keys() == {"vllm", "trtllm", "ortgenai", "hf"}
+    for source in (ortgenai, trtllm, transformers):
+        assert 'NEWEST = "' not in Path(source.__file__).read_text(encoding="utf-8")

@@ -8,7 +8,20 @@ The strict parser's schema is sits_doctor/schemas/ortgenai.py. Defaults from ``s
 
 from __future__ import annotations
 
-NEWEST = "0.18.0"  # the newest release this module's knowledge covers
+
+
+def _newest() -> str:
+    from sits_doctor.frameworks.ortgenai_releases import releases
+
+    return releases()[-1]  # the newest wheel whose parser the tables hold
+
+
+def __getattr__(name: str):
+    """``NEWEST``: the newest release this module's knowledge covers, read off its data when first
+    asked (not at import: every run imports this module, few need it)."""
+    if name == "NEWEST":
+        return _newest()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 CONFIG_H = "src/config.h"
 MAX_LENGTH = "search.max_length"

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-NEWEST = "5.24.0"  # the newest release this module's knowledge covers
+
+
+def _newest() -> str:
+    return runtime_table()["transformers"]  # the release tools/gen_hf_runtime.py built every model type with
+
+
+def __getattr__(name: str):
+    """``NEWEST``: the newest release this module's knowledge covers, read off its data when first
+    asked (not at import: every run imports this module, few need it)."""
+    if name == "NEWEST":
+        return _newest()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 _CACHE_BASE = {"static", "offloaded_static", "sliding_window", "hybrid", "mamba", "quantized"}

@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-NEWEST = "1.2.0"  # the newest release this module's knowledge covers
+
+
+def _newest() -> str:
+    return data_releases()[-1]  # the newest release whose LLM-API models data/trtllm_options.json holds
+
+
+def __getattr__(name: str):
+    """``NEWEST``: the newest release this module's knowledge covers, read off its data when first
+    asked (not at import: every run imports this module, few need it)."""
+    if name == "NEWEST":
+        return _newest()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 LLMAPI_STRICT = "1.0"  # LLM-API options are pydantic StrictBaseModels: unknown keys fail at startup
 
