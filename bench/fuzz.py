@@ -2,9 +2,11 @@
 
     python bench/fuzz.py --inputs 100000 --seed 1 --out bench/results/fuzz.md
 
-Half the inputs are generated documents shaped like real configs, half are mutated files from
-fixtures/ (both drawn by hypothesis, generate phase only, in chunks with seeds derived from
---seed). Every input goes through check, every output format, a dry-run fix and fix --apply
+A third of the inputs are generated documents shaped like real configs, a third mutated files
+from fixtures/, a third fixtures whose numbers are replaced by typos, words, NaN, infinities and
+huge ints (all drawn by hypothesis, generate phase only, in chunks with seeds derived from
+--seed). Each input is checked with a GPU or without one (``--gpu``, or ``gpu = ...`` in a
+settings file beside it; the number mutations always with one), so the memory rules run. Every input goes through check, every output format, a dry-run fix and fix --apply
 in-process; one in --cli-every also through the real command (in-process) in every format,
 with -o, and fix with and without --apply. Workers run in parallel (--jobs, default: the CPU
 count), each with its own workspace and a memory limit (--memory-limit-mib).
@@ -61,7 +63,7 @@ def run_chunk(job: tuple[str, int, int, int]) -> dict:
 
     kind, chunk_seed, n, cli_every = job
     harness = _harness()
-    strategy = F.generated_cases() if kind == "generated" else F.mutated_cases()
+    strategy = {"generated": F.generated_cases, "mutated": F.mutated_cases, "numbers": F.number_cases}[kind]()
     counts: Counter = Counter()
     found: dict = {}
     slowest = [0.0, ""]
@@ -72,6 +74,7 @@ def run_chunk(job: tuple[str, int, int, int]) -> dict:
     @given(strategy)
     def one(case: F.Case) -> None:
         counts[case.kind] += 1
+        counts[f"gpu:{case.gpu or 'none given'}"] += 1
         cli = cli_every > 0 and counts["total"] % cli_every == 0
         counts["total"] += 1
         counts["cli"] += cli
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = []
     for i in range(n_chunks):
         n = min(args.chunk, args.inputs - i * args.chunk)
-        jobs.append(("generated" if i % 2 == 0 else "mutated", args.seed * 1_000_003 + i, n, args.cli_every))
+        jobs.append((("generated", "mutated", "numbers")[i % 3], args.seed * 1_000_003 + i, n, args.cli_every))
     print(f"fuzz: {args.inputs} inputs in {n_chunks} chunks on {args.jobs} worker(s), seed {args.seed}", flush=True)
 
     counts: Counter = Counter()
@@ -220,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
         ext = Path(small.name).suffix or ".txt"
         (cases_dir / f"{slug}{ext}").write_bytes(small.data)
         meta = {"signature": list(key), "stage": f.stage, "what": f.what, "message": f.message, "where": f.where,
-                "file_name": small.name, "kind": small.kind, "targets": list(small.targets), "unsafe": small.unsafe,
+                "file_name": small.name, "kind": small.kind, "targets": list(small.targets), "gpu": small.gpu,
+                "unsafe": small.unsafe,
                 "symlink": small.symlink, "cli": cli, "sidecars": {n: d.decode("utf-8", "replace") for n, d in small.sidecars},
                 "original_size": len(case.data), "minimized_size": len(small.data)}
         (cases_dir / f"{slug}.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
@@ -228,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
 
     lines = [
         "# Fuzz run", "",
-        f"`python bench/fuzz.py --inputs {args.inputs} --seed {args.seed} --out {args.out}`"
+        "`python bench/fuzz.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`"
         f" (chunks of {args.chunk}, {args.jobs} worker(s), every {args.cli_every}th input also through the CLI)", "",
         "| | |", "|---|---|",
         f"| inputs tried | {counts['total']}" + (" (stopped early: --max-minutes)" if stopped_early else "") + " |",
@@ -244,8 +248,13 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for k in sorted(k for k in counts if k.startswith(("gen:", "mut:")) and k.startswith("gen:")):
         lines.append(f"| {k} | {counts[k]} |")
-    mut = sum(v for k, v in counts.items() if k.startswith("mut:"))
-    lines.append(f"| mut: (mutated fixtures, {sum(1 for k in counts if k.startswith('mut:'))} files) | {mut} |")
+    for prefix, what in (("mut:", "mutated fixtures"), ("num:", "fixtures with numbers replaced, a GPU known")):
+        n = sum(v for k, v in counts.items() if k.startswith(prefix))
+        lines.append(f"| {prefix} ({what}, {sum(1 for k in counts if k.startswith(prefix))} files) | {n} |")
+    lines += ["", "## Inputs by GPU", "", "| GPU (--gpu NAME, or settings:NAME for gpu = NAME in .sits-doctor.toml) | inputs |",
+              "|---|---|"]
+    for k in sorted(k for k in counts if k.startswith("gpu:")):
+        lines.append(f"| {k[4:]} | {counts[k]} |")
     lines += ["", "## Failures", ""]
     if not saved:
         lines.append("None: every input held the invariant.")
