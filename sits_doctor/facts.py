@@ -172,6 +172,7 @@ SERVING_KINDS = {
     "memory_fraction": "number", "max_capture_size": "count", "kv_cache_bytes": "count",
     "kv_cache_tokens": "count", "max_input_len": "count", "enforce_eager": "bool", "cuda_graphs": "bool",
     "expert_parallel": "bool", "prefix_caching": "bool", "chunked_prefill": "bool", "kv_cache_dtype": "text",
+    "attention_backend": "text",
 }
 # The largest integer a fact holds: a C int64 (what the engines' tensors and C++ take); beyond it
 # the memory arithmetic would overflow floats or claim sizes no engine reaches.
