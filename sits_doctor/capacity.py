@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from sits_doctor.facts import typed
+from sits_doctor.facts import Serving, field_names, typed
 from sits_doctor.frameworks.vllm import MAX_MODEL_LEN as MAX_LEN_KEY  # the JSON report names it as vLLM does
 from sits_doctor.memory import GIB
 
@@ -234,8 +234,8 @@ def predict_plan(plan) -> Prediction | None:
     # what the memory model cannot follow (a variable or template the file does not set, offloading),
     # as the memory rules say it; then the values written that are no value of their kind
     unread = [f"{why}: not checked" for why in sizing_unknown(plan)] + _invalid(serving, VLLM_SIZING, {
-        "tensor_parallel": TENSOR_PARALLEL, "pipeline_parallel": PIPELINE_PARALLEL,
-        "memory_fraction": GPU_MEMORY_UTILIZATION, "max_model_len": MAX_MODEL_LEN})
+        Serving.tensor_parallel: TENSOR_PARALLEL, Serving.pipeline_parallel: PIPELINE_PARALLEL,
+        Serving.memory_fraction: GPU_MEMORY_UTILIZATION, Serving.max_model_len: MAX_MODEL_LEN})
     if unread:
         return Prediction("vllm", None, None, None, None, None, None, None, (), (), tuple(unread))
     tp, pp = _v(serving.tensor_parallel, 1), _v(serving.pipeline_parallel, 1)
@@ -263,12 +263,11 @@ def predict_plan(plan) -> Prediction | None:
 
 
 # The Serving facts each pool model reads: one that is invalid leaves the pool unsized.
-VLLM_SIZING = ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "block_size",
-               "tensor_parallel", "pipeline_parallel", "memory_fraction", "cuda_graphs", "chunked_prefill",
-               "kv_cache_bytes")
-TRTLLM_SIZING = ("max_model_len", "max_num_seqs", "max_num_batched_tokens", "kv_cache_dtype", "block_size",
-                 "tensor_parallel", "pipeline_parallel", "memory_fraction", "cuda_graphs", "kv_cache_tokens",
-                 "max_input_len")
+_POOL = (Serving.max_model_len, Serving.max_num_seqs, Serving.max_num_batched_tokens, Serving.kv_cache_dtype,
+         Serving.block_size, Serving.tensor_parallel, Serving.pipeline_parallel, Serving.memory_fraction,
+         Serving.cuda_graphs)
+VLLM_SIZING = field_names(*_POOL, Serving.chunked_prefill, Serving.kv_cache_bytes)
+TRTLLM_SIZING = field_names(*_POOL, Serving.kv_cache_tokens, Serving.max_input_len)
 
 
 def _v(x, default=None):
@@ -276,13 +275,14 @@ def _v(x, default=None):
     return x.value if x is not None and x.value is not None else default
 
 
-def _invalid(serving, fields: tuple[str, ...], names: dict[str, str]) -> list[str]:
+def _invalid(serving, fields: tuple[str, ...], names: dict) -> list[str]:
     """"<key as written> <value>: <why> (<where>): not checked" for each sizing fact whose written
-    value is invalid (``names``: how to name a fact no setting wrote)."""
+    value is invalid (``names``: how to name a fact no setting wrote, by ``Serving.<field>``)."""
+    named = {field_names(f)[0]: name for f, name in names.items()}
     out = []
     for field, x in serving.invalid:
         if field in fields:
-            shown = x.setting.raw_key if x.setting is not None else names.get(field, field)
+            shown = x.setting.raw_key if x.setting is not None else named.get(field, field)
             out.append(f"{shown} {x.value!r} is {x.value.why} ({x.prov}): not checked")
     return out
 
@@ -293,8 +293,8 @@ def _predict_trtllm_plan(plan) -> Prediction:
 
     facts, serving = plan.facts, plan.facts.serving
     gpu, dims = facts.gpu, facts.model
-    unread = _invalid(serving, TRTLLM_SIZING, {"max_model_len": trt.MAX_SEQ_LEN, "memory_fraction":
-                                               "kv_cache_config.free_gpu_memory_fraction"})
+    unread = _invalid(serving, TRTLLM_SIZING, {Serving.max_model_len: trt.MAX_SEQ_LEN,
+                                               Serving.memory_fraction: trt.KV_FREE_FRACTION})
     if unread:
         return Prediction("trtllm", None, None, None, None, None, None, None, (), (), tuple(unread))
     version = plan.target.version

@@ -166,14 +166,23 @@ class Serving(NamedTuple):
 # What each Serving field holds once validated: "count" an int ≥ 1 (a length, a size, a number
 # of ranks), "number" a finite float, "bool" True / False, "text" a str. Fields not named
 # here (capture sizes, the speculative config) hold what the framework reads, as written.
-SERVING_KINDS = {
-    "max_model_len": "count", "max_num_seqs": "count", "max_num_batched_tokens": "count",
-    "block_size": "count", "tensor_parallel": "count", "pipeline_parallel": "count", "data_parallel": "count",
-    "memory_fraction": "number", "max_capture_size": "count", "kv_cache_bytes": "count",
-    "kv_cache_tokens": "count", "max_input_len": "count", "enforce_eager": "bool", "cuda_graphs": "bool",
-    "expert_parallel": "bool", "prefix_caching": "bool", "chunked_prefill": "bool", "kv_cache_dtype": "text",
-    "attention_backend": "text",
+def field_names(*fields) -> tuple[str, ...]:
+    """The names of Serving fields given as ``Serving.<field>`` (code names a field by its
+    attribute: several are spelt as vLLM options are, and option names live in frameworks/)."""
+    names = {id(getattr(Serving, name)): name for name in Serving._fields}
+    return tuple(names[id(f)] for f in fields)
+
+
+_KINDS = {
+    "count": (Serving.max_model_len, Serving.max_num_seqs, Serving.max_num_batched_tokens, Serving.block_size,
+              Serving.tensor_parallel, Serving.pipeline_parallel, Serving.data_parallel, Serving.max_capture_size,
+              Serving.kv_cache_bytes, Serving.kv_cache_tokens, Serving.max_input_len),
+    "number": (Serving.memory_fraction,),
+    "bool": (Serving.enforce_eager, Serving.cuda_graphs, Serving.expert_parallel, Serving.prefix_caching,
+             Serving.chunked_prefill),
+    "text": (Serving.kv_cache_dtype, Serving.attention_backend),
 }
+SERVING_KINDS = {name: kind for kind, fields in _KINDS.items() for name in field_names(*fields)}
 # The largest integer a fact holds: a C int64 (what the engines' tensors and C++ take); beyond it
 # the memory arithmetic would overflow floats or claim sizes no engine reaches.
 INT_LIMIT = 2**63 - 1

@@ -49,6 +49,7 @@ MAX_INPUT_LEN = "max_input_len"
 BUILD_MAX_INPUT_LEN = "build_config.max_input_len"
 KV_MAX_TOKENS = "kv_cache_config.max_tokens"
 KV_CACHE_DTYPE = "kv_cache_config.dtype"
+KV_FREE_FRACTION = "kv_cache_config.free_gpu_memory_fraction"  # of the memory free after the model
 BACKEND = "backend"
 TENSORRT_BACKENDS = ("tensorrt", "trt")  # LlmArgs.backend values that run a built engine
 PYTORCH_BACKENDS = ("pytorch", "_autodeploy")  # ... and the PyTorch runtime (the default from 1.0)
@@ -117,7 +118,7 @@ def effective(plan, target, model_dims=None):
                        fallback=None if engine else default(TOKENS_PER_BLOCK_DEFAULT)),
         tensor_parallel=val("tensor_parallel_size", "pretrained_config.mapping.tp_size"),
         pipeline_parallel=val("pipeline_parallel_size", "pretrained_config.mapping.pp_size"),
-        memory_fraction=val("kv_cache_config.free_gpu_memory_fraction",
+        memory_fraction=val(KV_FREE_FRACTION,
                             fallback=None if engine else default(KV_FRACTION_DEFAULT, "KvCacheConfig, a fraction of free memory")),
         cuda_graphs=graphs,
         prefix_caching=val("kv_cache_config.enable_block_reuse", fallback=None if engine else default(True)),
