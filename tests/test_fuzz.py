@@ -1216,6 +1216,10 @@ REGRESSIONS: list = [
              b"max-num-batched-tokens: " + b"9" * 4344 + b"\n", symlink=True),
         id="number-past-pythons-int-string-limit"),  # was a bug (bench/results/fuzz-2026-12-01-seed1.md); fixed
     pytest.param(
+        Case("mut:kserve/bad_servingruntime_huggingfaceserver.yaml", "bad_servingruntime_huggingfaceserver.yaml",
+             b"apiVersion: serving.kserve.io/\nkind: {}", gpu="T4"),
+        id="kserve-kind-that-is-a-mapping"),  # was a bug (bench/results/fuzz.md, seed 3); fixed
+    pytest.param(
         Case("mut:compose/bad_entrypoint_vllm_serve.yaml", "bad_entrypoint_vllm_serve.yaml",
              (FIXTURES / "compose" / "bad_entrypoint_vllm_serve.yaml").read_bytes().replace(b"\n", b"\r"), unsafe=True),
         id="cr-line-breaks-in-a-later-round-of-fixes"),  # was a bug (IndexError mapping a round-2 finding back); fixed
