@@ -1,6 +1,7 @@
 """The long fuzz run: the generators and harness of tests/test_fuzz.py, many more inputs.
 
     python bench/fuzz.py --inputs 100000 --seed 1 --out bench/results/fuzz.md
+    python bench/fuzz.py --sweep-numbers    # every number of every fixture, each word, two GPUs
 
 A third of the inputs are generated documents shaped like real configs, a third mutated files
 from fixtures/, a third fixtures whose numbers are replaced by typos, words, NaN, infinities and
@@ -154,6 +155,50 @@ def _slug(key) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", f"{stage}-{what}-{where}").strip("-")[:90]
 
 
+def sweep_numbers(gpus: tuple[str, ...] = ("H100", "L4")) -> int:
+    """Every number of every fixture the number mutations change, replaced by each word for its
+    place, checked with each GPU in ``gpus`` (check only, in-process): the internal errors by
+    crash site. Deterministic; prints one line per site and returns how many runs had one."""
+    from sits_doctor.engine import CheckOptions, check
+
+    harness = _harness()
+    sites: Counter = Counter()
+    first: dict = {}
+    runs = broken = 0
+    for path in F.NUMBER_FIXTURES:
+        rel = path.relative_to(F.FIXTURES)
+        name = "/".join(rel.parts[1:]) if rel.parts[0] == "hf" else rel.name
+        data = path.read_bytes()
+        spans = [m.span() for m in F.NUMBER.finditer(data)]
+        for start, end in spans:
+            for word in F.number_words(data, start, end, path.suffix == ".json"):
+                case = F.Case(f"num:{rel}", name, data[:start] + word + data[end:])
+                target = harness.ws.prepare(case)
+                old = os.getcwd()
+                os.chdir(harness.ws.root)
+                try:
+                    for gpu in gpus:
+                        runs += 1
+                        try:
+                            errors = check([os.path.relpath(target, harness.ws.root)],
+                                           CheckOptions(isolated=True, debug=True, gpu=gpu)).internal_errors
+                        except Exception:  # noqa: BLE001 - what escapes is a finding too
+                            import traceback
+
+                            errors = [traceback.format_exc()]
+                        broken += bool(errors)
+                        for err in errors:
+                            key = (F._crash_site(err), err.strip().splitlines()[-1].split(":")[0])
+                            sites[key] += 1
+                            first.setdefault(key, f"{rel}: {data[start:end].decode()} -> {word[:20].decode()} (--gpu {gpu})")
+                finally:
+                    os.chdir(old)
+    print(f"{runs} runs, {broken} with an internal error, {len(sites)} crash site(s)")
+    for (site, exc), n in sites.most_common():
+        print(f"  {n:6}  {site}  {exc}  e.g. {first[(site, exc)]}")
+    return broken
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--inputs", type=int, default=100_000)
@@ -164,7 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cli-every", type=int, default=100, help="every Nth input also through the real command (0: never)")
     ap.add_argument("--memory-limit-mib", type=int, default=3072)
     ap.add_argument("--max-minutes", type=float, default=0, help="stop starting chunks after this long (0: no limit)")
+    ap.add_argument("--sweep-numbers", action="store_true",
+                    help="instead: every number of every fixture by every word, with --gpu H100 and L4 (check only)")
     args = ap.parse_args(argv)
+    if args.sweep_numbers:
+        _limit_memory(args.memory_limit_mib)
+        return 1 if sweep_numbers() else 0
 
     out = Path(args.out)
     cases_dir = out.parent / "fuzz-cases"
