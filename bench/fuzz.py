@@ -1,10 +1,13 @@
 """The long fuzz run: the generators and harness of tests/test_fuzz.py, many more inputs.
 
     python bench/fuzz.py --inputs 100000 --seed 1 --out bench/results/fuzz.md
+    python bench/fuzz.py --sweep-numbers    # every number of every fixture, each word, two GPUs
 
-Half the inputs are generated documents shaped like real configs, half are mutated files from
-fixtures/ (both drawn by hypothesis, generate phase only, in chunks with seeds derived from
---seed). Every input goes through check, every output format, a dry-run fix and fix --apply
+A third of the inputs are generated documents shaped like real configs, a third mutated files
+from fixtures/, a third fixtures whose numbers are replaced by typos, words, NaN, infinities and
+huge ints (all drawn by hypothesis, generate phase only, in chunks with seeds derived from
+--seed). Each input is checked with a GPU or without one (``--gpu``, or ``gpu = ...`` in a
+settings file beside it; the number mutations always with one), so the memory rules run. Every input goes through check, every output format, a dry-run fix and fix --apply
 in-process; one in --cli-every also through the real command (in-process) in every format,
 with -o, and fix with and without --apply. Workers run in parallel (--jobs, default: the CPU
 count), each with its own workspace and a memory limit (--memory-limit-mib).
@@ -61,7 +64,7 @@ def run_chunk(job: tuple[str, int, int, int]) -> dict:
 
     kind, chunk_seed, n, cli_every = job
     harness = _harness()
-    strategy = F.generated_cases() if kind == "generated" else F.mutated_cases()
+    strategy = {"generated": F.generated_cases, "mutated": F.mutated_cases, "numbers": F.number_cases}[kind]()
     counts: Counter = Counter()
     found: dict = {}
     slowest = [0.0, ""]
@@ -72,6 +75,7 @@ def run_chunk(job: tuple[str, int, int, int]) -> dict:
     @given(strategy)
     def one(case: F.Case) -> None:
         counts[case.kind] += 1
+        counts[f"gpu:{case.gpu or 'none given'}"] += 1
         cli = cli_every > 0 and counts["total"] % cli_every == 0
         counts["total"] += 1
         counts["cli"] += cli
@@ -151,6 +155,50 @@ def _slug(key) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "-", f"{stage}-{what}-{where}").strip("-")[:90]
 
 
+def sweep_numbers(gpus: tuple[str, ...] = ("H100", "L4")) -> int:
+    """Every number of every fixture the number mutations change, replaced by each word for its
+    place, checked with each GPU in ``gpus`` (check only, in-process): the internal errors by
+    crash site. Deterministic; prints one line per site and returns how many runs had one."""
+    from sits_doctor.engine import CheckOptions, check
+
+    harness = _harness()
+    sites: Counter = Counter()
+    first: dict = {}
+    runs = broken = 0
+    for path in F.NUMBER_FIXTURES:
+        rel = path.relative_to(F.FIXTURES)
+        name = "/".join(rel.parts[1:]) if rel.parts[0] == "hf" else rel.name
+        data = path.read_bytes()
+        spans = [m.span() for m in F.NUMBER.finditer(data)]
+        for start, end in spans:
+            for word in F.number_words(data, start, end, path.suffix == ".json"):
+                case = F.Case(f"num:{rel}", name, data[:start] + word + data[end:])
+                target = harness.ws.prepare(case)
+                old = os.getcwd()
+                os.chdir(harness.ws.root)
+                try:
+                    for gpu in gpus:
+                        runs += 1
+                        try:
+                            errors = check([os.path.relpath(target, harness.ws.root)],
+                                           CheckOptions(isolated=True, debug=True, gpu=gpu)).internal_errors
+                        except Exception:  # noqa: BLE001 - what escapes is a finding too
+                            import traceback
+
+                            errors = [traceback.format_exc()]
+                        broken += bool(errors)
+                        for err in errors:
+                            key = (F._crash_site(err), err.strip().splitlines()[-1].split(":")[0])
+                            sites[key] += 1
+                            first.setdefault(key, f"{rel}: {data[start:end].decode()} -> {word[:20].decode()} (--gpu {gpu})")
+                finally:
+                    os.chdir(old)
+    print(f"{runs} runs, {broken} with an internal error, {len(sites)} crash site(s)")
+    for (site, exc), n in sites.most_common():
+        print(f"  {n:6}  {site}  {exc}  e.g. {first[(site, exc)]}")
+    return broken
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--inputs", type=int, default=100_000)
@@ -161,7 +209,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cli-every", type=int, default=100, help="every Nth input also through the real command (0: never)")
     ap.add_argument("--memory-limit-mib", type=int, default=3072)
     ap.add_argument("--max-minutes", type=float, default=0, help="stop starting chunks after this long (0: no limit)")
+    ap.add_argument("--sweep-numbers", action="store_true",
+                    help="instead: every number of every fixture by every word, with --gpu H100 and L4 (check only)")
     args = ap.parse_args(argv)
+    if args.sweep_numbers:
+        _limit_memory(args.memory_limit_mib)
+        return 1 if sweep_numbers() else 0
 
     out = Path(args.out)
     cases_dir = out.parent / "fuzz-cases"
@@ -169,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     jobs = []
     for i in range(n_chunks):
         n = min(args.chunk, args.inputs - i * args.chunk)
-        jobs.append(("generated" if i % 2 == 0 else "mutated", args.seed * 1_000_003 + i, n, args.cli_every))
+        jobs.append((("generated", "mutated", "numbers")[i % 3], args.seed * 1_000_003 + i, n, args.cli_every))
     print(f"fuzz: {args.inputs} inputs in {n_chunks} chunks on {args.jobs} worker(s), seed {args.seed}", flush=True)
 
     counts: Counter = Counter()
@@ -220,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         ext = Path(small.name).suffix or ".txt"
         (cases_dir / f"{slug}{ext}").write_bytes(small.data)
         meta = {"signature": list(key), "stage": f.stage, "what": f.what, "message": f.message, "where": f.where,
-                "file_name": small.name, "kind": small.kind, "targets": list(small.targets), "unsafe": small.unsafe,
+                "file_name": small.name, "kind": small.kind, "targets": list(small.targets), "gpu": small.gpu,
+                "unsafe": small.unsafe,
                 "symlink": small.symlink, "cli": cli, "sidecars": {n: d.decode("utf-8", "replace") for n, d in small.sidecars},
                 "original_size": len(case.data), "minimized_size": len(small.data)}
         (cases_dir / f"{slug}.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
@@ -228,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
 
     lines = [
         "# Fuzz run", "",
-        f"`python bench/fuzz.py --inputs {args.inputs} --seed {args.seed} --out {args.out}`"
+        "`python bench/fuzz.py " + " ".join(argv if argv is not None else sys.argv[1:]) + "`"
         f" (chunks of {args.chunk}, {args.jobs} worker(s), every {args.cli_every}th input also through the CLI)", "",
         "| | |", "|---|---|",
         f"| inputs tried | {counts['total']}" + (" (stopped early: --max-minutes)" if stopped_early else "") + " |",
@@ -244,8 +298,13 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for k in sorted(k for k in counts if k.startswith(("gen:", "mut:")) and k.startswith("gen:")):
         lines.append(f"| {k} | {counts[k]} |")
-    mut = sum(v for k, v in counts.items() if k.startswith("mut:"))
-    lines.append(f"| mut: (mutated fixtures, {sum(1 for k in counts if k.startswith('mut:'))} files) | {mut} |")
+    for prefix, what in (("mut:", "mutated fixtures"), ("num:", "fixtures with numbers replaced, a GPU known")):
+        n = sum(v for k, v in counts.items() if k.startswith(prefix))
+        lines.append(f"| {prefix} ({what}, {sum(1 for k in counts if k.startswith(prefix))} files) | {n} |")
+    lines += ["", "## Inputs by GPU", "", "| GPU (--gpu NAME, or settings:NAME for gpu = NAME in .sits-doctor.toml) | inputs |",
+              "|---|---|"]
+    for k in sorted(k for k in counts if k.startswith("gpu:")):
+        lines.append(f"| {k[4:]} | {counts[k]} |")
     lines += ["", "## Failures", ""]
     if not saved:
         lines.append("None: every input held the invariant.")

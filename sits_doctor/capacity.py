@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from sits_doctor.facts import Serving, field_names, typed
 from sits_doctor.frameworks.vllm import MAX_MODEL_LEN as MAX_LEN_KEY  # the JSON report names it as vLLM does
 from sits_doctor.memory import GIB
 
@@ -216,7 +217,9 @@ def predict_trtllm(dims, *, version: str, backend: str, memory_bytes: float | No
 
 def predict_plan(plan) -> Prediction | None:
     """:func:`predict_vllm` / :func:`predict_trtllm` on a plan's effective facts; None for other
-    frameworks."""
+    frameworks. The facts are typed (:func:`sits_doctor.facts.validated`): a sizing fact whose
+    written value is invalid, or that comes from a variable the file does not set, makes the
+    prediction say what it did not check instead of computing with a default."""
     facts = plan.facts
     serving = facts.serving if facts is not None else None
     if plan.framework == "trtllm" and serving is not None:
@@ -225,36 +228,27 @@ def predict_plan(plan) -> Prediction | None:
         return None
     gpu = facts.gpu
 
-    def v(x, default=None):
-        return x.value if x is not None and x.value is not None else default
-
     from sits_doctor.frameworks.vllm import (
-        GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, PIPELINE_PARALLEL, TENSOR_PARALLEL, sizing_unknown, utilization_default)
+        GPU_MEMORY_UTILIZATION, MAX_MODEL_LEN, PIPELINE_PARALLEL, TENSOR_PARALLEL, sizing_unknown)
 
-    max_len = v(serving.max_model_len)
-    tp, pp = _count(serving.tensor_parallel), _count(serving.pipeline_parallel)
-    utilization = _number(serving.memory_fraction, utilization_default(plan.target.version, plan))
     # what the memory model cannot follow (a variable or template the file does not set, offloading),
-    # as the memory rules say it; then values that are written but are no number
-    unread = [f"{why}: not checked" for why in sizing_unknown(plan)]
-    for name, x, n in ((TENSOR_PARALLEL, serving.tensor_parallel, tp), (PIPELINE_PARALLEL, serving.pipeline_parallel, pp),
-                       (GPU_MEMORY_UTILIZATION, serving.memory_fraction, utilization)):
-        written = plan.settings.get(name)
-        if n is None and not (written is not None and written.templated):
-            shown = written.raw_key if written is not None else name
-            unread.append(f"{shown} {x.value!r} is not a number the file resolves ({x.prov}): not checked")
+    # as the memory rules say it; then the values written that are no value of their kind
+    unread = [f"{why}: not checked" for why in sizing_unknown(plan)] + _invalid(serving, VLLM_SIZING, {
+        Serving.tensor_parallel: TENSOR_PARALLEL, Serving.pipeline_parallel: PIPELINE_PARALLEL,
+        Serving.memory_fraction: GPU_MEMORY_UTILIZATION, Serving.max_model_len: MAX_MODEL_LEN})
     if unread:
         return Prediction("vllm", None, None, None, None, None, None, None, (), (), tuple(unread))
+    tp, pp = _v(serving.tensor_parallel, 1), _v(serving.pipeline_parallel, 1)
     pred = predict_vllm(
         facts.model, version=plan.target.version,
         memory_bytes=gpu.memory_gib * GIB if gpu is not None and gpu.memory_gib else None,
-        gpu_name=gpu.name if gpu is not None else "", utilization=utilization,
+        gpu_name=gpu.name if gpu is not None else "", utilization=serving.memory_fraction.value,
         tp=tp, pp=pp,
-        kv_dtype=v(serving.kv_cache_dtype, "auto"),
-        max_model_len=int(max_len) if isinstance(max_len, (int, float)) and max_len > 0 else None,
-        max_num_batched_tokens=v(serving.max_num_batched_tokens), chunked_prefill=v(serving.chunked_prefill),
-        max_num_seqs=v(serving.max_num_seqs), block_size=v(serving.block_size),
-        cuda_graphs=bool(v(serving.cuda_graphs, True)), kv_cache_memory_bytes=_kv_cache_memory(plan))
+        kv_dtype=_v(serving.kv_cache_dtype, "auto"),
+        max_model_len=_v(serving.max_model_len),
+        max_num_batched_tokens=_v(serving.max_num_batched_tokens), chunked_prefill=_v(serving.chunked_prefill),
+        max_num_seqs=_v(serving.max_num_seqs), block_size=_v(serving.block_size),
+        cuda_graphs=_v(serving.cuda_graphs, True), kv_cache_memory_bytes=_v(serving.kv_cache_bytes))
     ranks = tp * pp
     notes = tuple(f"{name} {x.value}: {x.prov.note}" for name, x in (
         (TENSOR_PARALLEL, serving.tensor_parallel), (PIPELINE_PARALLEL, serving.pipeline_parallel),
@@ -268,37 +262,29 @@ def predict_plan(plan) -> Prediction | None:
     return pred
 
 
-def _count(x, default: int = 1) -> int | None:
-    """A parallel size as vLLM's ``int`` parser reads it; None when the file does not resolve it
-    to a number (an unexpanded ``${2}``, a word)."""
-    value = default if x is None or x.value is None else x.value
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    try:
-        return int(str(value).strip())
-    except ValueError:
-        return None
+# The Serving facts each pool model reads: one that is invalid leaves the pool unsized.
+_POOL = (Serving.max_model_len, Serving.max_num_seqs, Serving.max_num_batched_tokens, Serving.kv_cache_dtype,
+         Serving.block_size, Serving.tensor_parallel, Serving.pipeline_parallel, Serving.memory_fraction,
+         Serving.cuda_graphs)
+VLLM_SIZING = field_names(*_POOL, Serving.chunked_prefill, Serving.kv_cache_bytes)
+TRTLLM_SIZING = field_names(*_POOL, Serving.kv_cache_tokens, Serving.max_input_len)
 
 
-def _number(x, default: float) -> float | None:
-    value = default if x is None or x.value is None else x.value
-    if isinstance(value, bool):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return None
+def _v(x, default=None):
+    """A typed fact's value, or ``default`` where nothing sets it."""
+    return x.value if x is not None and x.value is not None else default
 
 
-def _kv_cache_memory(plan) -> float | None:
-    """vLLM's ``kv_cache_memory_bytes`` when it is written as a number of bytes."""
-    from sits_doctor.frameworks.vllm import KV_CACHE_MEMORY_BYTES
-
-    s = plan.settings.get(KV_CACHE_MEMORY_BYTES)
-    value = s.value if s is not None and not s.templated else None
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+def _invalid(serving, fields: tuple[str, ...], names: dict) -> list[str]:
+    """"<key as written> <value>: <why> (<where>): not checked" for each sizing fact whose written
+    value is invalid (``names``: how to name a fact no setting wrote, by ``Serving.<field>``)."""
+    named = {field_names(f)[0]: name for f, name in names.items()}
+    out = []
+    for field, x in serving.invalid:
+        if field in fields:
+            shown = x.setting.raw_key if x.setting is not None else named.get(field, field)
+            out.append(f"{shown} {x.value!r} is {x.value.why} ({x.prov}): not checked")
+    return out
 
 
 def _predict_trtllm_plan(plan) -> Prediction:
@@ -307,36 +293,32 @@ def _predict_trtllm_plan(plan) -> Prediction:
 
     facts, serving = plan.facts, plan.facts.serving
     gpu, dims = facts.gpu, facts.model
-
-    def v(x, default=None):
-        return x.value if x is not None and x.value is not None else default
-
-    def written(key):
-        s = plan.settings.get(key)
-        return s.value if s is not None and not s.templated and isinstance(s.value, (int, float)) else None
-
+    unread = _invalid(serving, TRTLLM_SIZING, {Serving.max_model_len: trt.MAX_SEQ_LEN,
+                                               Serving.memory_fraction: trt.KV_FREE_FRACTION})
+    if unread:
+        return Prediction("trtllm", None, None, None, None, None, None, None, (), (), tuple(unread))
     version = plan.target.version
     engine = plan.kind == "trtllm-engine"
     backend = (trtllm_memory.TENSORRT if engine or plan.value(trt.BACKEND) in trt.TENSORRT_BACKENDS
                else trtllm_memory.PYTORCH if plan.value(trt.BACKEND) in trt.PYTORCH_BACKENDS
                else trtllm_memory.default_backend(version))
-    length = v(serving.max_model_len)
+    length = _v(serving.max_model_len)
     assumptions = []
-    if not isinstance(length, int) and dims is not None and dims.max_positions is not None:
-        length = int(dims.max_positions.value)
+    positions = typed(_v(dims.max_positions), "count") if dims is not None else None
+    if length is None and isinstance(positions, int):
+        length = positions
         assumptions.append(f"max_seq_len not set: the model's {length} ({dims.max_positions.prov})")
     fraction = serving.memory_fraction
-    kv_dtype = str(v(serving.kv_cache_dtype, "auto")).lower()
     pred = predict_trtllm(
         dims, version=version, backend=backend,
         memory_bytes=gpu.memory_gib * GIB if gpu is not None and gpu.memory_gib else None,
-        fraction=float(fraction.value) if fraction is not None and fraction.is_set else None,
-        max_seq_len=length if isinstance(length, int) and length > 0 else None,
-        tp=int(v(serving.tensor_parallel, 1)), pp=int(v(serving.pipeline_parallel, 1)), kv_dtype=kv_dtype,
-        max_tokens=written(trt.KV_MAX_TOKENS), tokens_per_block=v(serving.block_size),
-        max_num_tokens=v(serving.max_num_batched_tokens), max_batch_size=v(serving.max_num_seqs),
-        cuda_graphs=bool(v(serving.cuda_graphs, True)),
-        max_input_len=written(trt.BUILD_MAX_INPUT_LEN if engine else trt.MAX_INPUT_LEN),
+        fraction=fraction.value if fraction is not None and fraction.is_set else None,
+        max_seq_len=length if length is not None and length > 0 else None,
+        tp=_v(serving.tensor_parallel, 1), pp=_v(serving.pipeline_parallel, 1),
+        kv_dtype=str(_v(serving.kv_cache_dtype, "auto")).lower(),
+        max_tokens=_v(serving.kv_cache_tokens), tokens_per_block=_v(serving.block_size),
+        max_num_tokens=_v(serving.max_num_batched_tokens), max_batch_size=_v(serving.max_num_seqs),
+        cuda_graphs=_v(serving.cuda_graphs, True), max_input_len=_v(serving.max_input_len),
         fail_fast=plan.value(trt.FAIL_FAST_WINDOW) is True)
     return pred._replace(assumptions=tuple(assumptions) + pred.assumptions)
 

@@ -6,12 +6,34 @@ A :class:`Value` is a value plus its :class:`~sits_doctor.plan.Provenance`: a fi
 ``derived: ...``. Framework modules build :class:`Facts` from a Plan once its target version is
 known (``sits_doctor.frameworks.<fw>.effective``); rules read them and never walk raw config
 dicts. A field that nothing sets and whose default sits-doctor does not know is ``None``.
+
+Serving facts are typed once, by :func:`validated` (each framework's ``effective`` returns its
+Serving through it): a field holds a value of its kind (:data:`SERVING_KINDS`), or an
+:class:`Invalid` that keeps what was written and why it is no such value. SITS201 reports a
+value the framework's parser rejects; the memory rules say they did not check a deployment
+whose sizing facts are invalid; no rule computes with a written value it did not validate.
 """
 
+import math
+import re
 from types import MappingProxyType
 from typing import Any, Mapping, NamedTuple
 
 from sits_doctor.plan import Provenance, Setting
+
+
+class Invalid(NamedTuple):
+    """A written value that is not of the kind its fact holds: ``abc`` for a count, ``.nan`` for
+    a fraction, ``0`` tensor-parallel ranks. Its ``repr`` is the value as written."""
+
+    written: Any
+    why: str  # "not an integer", "not a finite number", "below 1", ...
+
+    def __repr__(self) -> str:
+        return repr(self.written)
+
+    def __str__(self) -> str:
+        return str(self.written)
 
 
 class Value(NamedTuple):
@@ -35,6 +57,11 @@ class Value(NamedTuple):
     def is_set(self) -> bool:
         """Written in a file (not a default or a derivation)."""
         return self.prov.kind == "file"
+
+    @property
+    def valid(self) -> bool:
+        """Of the kind its fact holds (not an :class:`Invalid`)."""
+        return not isinstance(self.value, Invalid)
 
     def __str__(self) -> str:
         return f"{self.value} ({self.prov})"
@@ -125,6 +152,92 @@ class Serving(NamedTuple):
     prefix_caching: Value | None = None
     chunked_prefill: Value | None = None
     speculative: Value | None = None
+    kv_cache_bytes: Value | None = None  # vLLM kv_cache_memory_bytes: the pool's size, set directly
+    kv_cache_tokens: Value | None = None  # TRT-LLM kv_cache_config.max_tokens: a cap on the pool
+    max_input_len: Value | None = None  # TRT-LLM: the longest prompt (a shrunk window must still hold it)
+
+    @property
+    def invalid(self) -> tuple[tuple[str, Value], ...]:
+        """(field, value) of every field whose written value is not of its kind."""
+        return tuple((name, x) for name, x in zip(self._fields, self) if isinstance(x, Value) and not x.valid)
+
+
+# --- the validated-facts step ------------------------------------------------------------------
+# What each Serving field holds once validated: "count" an int ≥ 1 (a length, a size, a number
+# of ranks), "number" a finite float, "bool" True / False, "text" a str. Fields not named
+# here (capture sizes, the speculative config) hold what the framework reads, as written.
+def field_names(*fields) -> tuple[str, ...]:
+    """The names of Serving fields given as ``Serving.<field>`` (code names a field by its
+    attribute: several are spelt as vLLM options are, and option names live in frameworks/)."""
+    names = {id(getattr(Serving, name)): name for name in Serving._fields}
+    return tuple(names[id(f)] for f in fields)
+
+
+_KINDS = {
+    "count": (Serving.max_model_len, Serving.max_num_seqs, Serving.max_num_batched_tokens, Serving.block_size,
+              Serving.tensor_parallel, Serving.pipeline_parallel, Serving.data_parallel, Serving.max_capture_size,
+              Serving.kv_cache_bytes, Serving.kv_cache_tokens, Serving.max_input_len),
+    "number": (Serving.memory_fraction,),
+    "bool": (Serving.enforce_eager, Serving.cuda_graphs, Serving.expert_parallel, Serving.prefix_caching,
+             Serving.chunked_prefill),
+    "text": (Serving.kv_cache_dtype, Serving.attention_backend),
+}
+SERVING_KINDS = {name: kind for kind, fields in _KINDS.items() for name in field_names(*fields)}
+# The largest integer a fact holds: a C int64 (what the engines' tensors and C++ take); beyond it
+# the memory arithmetic would overflow floats or claim sizes no engine reaches.
+INT_LIMIT = 2**63 - 1
+_INT_TEXT = re.compile(r"\s*[-+]?\d{1,19}\s*")
+
+
+def typed(value: Any, kind: str) -> Any:
+    """``value`` as a fact of ``kind`` (:data:`SERVING_KINDS`), or an :class:`Invalid` saying why
+    it is none. Numbers written as text (``"8192"``) are read as the numbers they spell; None
+    stays None (not set)."""
+    if value is None or isinstance(value, Invalid):
+        return value
+    if kind == "bool":
+        return value if isinstance(value, bool) else Invalid(value, "not true or false")
+    if kind == "text":
+        return value if isinstance(value, str) else Invalid(value, "not a name")
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return Invalid(value, "not a number")
+    if kind == "number":
+        try:
+            number = float(value)
+        except ValueError:
+            return Invalid(value, "not a number")
+        except OverflowError:  # an int past the floats
+            return Invalid(value, "not a finite number")
+        return number if math.isfinite(number) else Invalid(value, "not a finite number")
+    if isinstance(value, str):
+        if not _INT_TEXT.fullmatch(value):
+            return Invalid(value, "not an integer")
+        number = int(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return Invalid(value, "not an integer")
+        number = int(value)
+    else:
+        number = value
+    if abs(number) > INT_LIMIT:
+        return Invalid(value, f"past {INT_LIMIT}, the largest integer sits-doctor sizes with")
+    if number < 1:
+        return Invalid(value, "below 1")
+    return number
+
+
+def validated(serving: "Serving") -> "Serving":
+    """``serving`` with every field of :data:`SERVING_KINDS` typed (:func:`typed`): the one step
+    each framework's ``effective`` returns its Serving facts through."""
+    changes = {}
+    for name, kind in SERVING_KINDS.items():
+        x = getattr(serving, name)
+        if x is None:
+            continue
+        value = typed(x.value, kind)
+        if value is not x.value:
+            changes[name] = x._replace(value=value)
+    return serving._replace(**changes) if changes else serving
 
 
 class GpuSpec(NamedTuple):

@@ -11,6 +11,13 @@ must hold the invariant:
   ``fix --apply`` changes only files under the target folder (a symlink leading out of it is not
   written through), leaving no temporary file behind.
 
+Each input runs with a GPU known or not: none, one named as ``--gpu`` would name it (``H100``,
+``L4``, ``A100-40GBx2``), or one a settings file beside the input names (``gpu = "L4"`` in
+``.sits-doctor.toml``); a file may name its own (a node label, SkyPilot accelerators). The memory
+rules only run once a GPU is known, so the number mutations (every number of a fixture replaced
+by ``abc``, ``''``, ``.inf``, ``.nan``, ``1e400``, ``-1``, ``0``, ``8k``, ``1.5``, ``true``, ints
+past 2**63 and past Python's int-string limit) always run with one.
+
 Most inputs go through the in-process API (``engine.check``, ``fixer.fix_paths``, the
 reporters); a smaller number through the real command (in-process) with ``--format`` and
 ``-o``. The same generators and harness drive the long run, ``bench/fuzz.py``, which imports this
@@ -629,13 +636,31 @@ class Case:
     unsafe: bool = False
     symlink: bool = False  # the file lives outside the target; the target holds a symlink to it
     name_the_link: bool = False  # with symlink: name the link itself on the command line (not its folder)
+    gpu: str = ""  # "" none given; "H100": --gpu H100; "settings:L4": gpu = "L4" in a .sits-doctor.toml beside it
+
+    @property
+    def gpu_option(self) -> str | None:
+        """The ``--gpu`` value, when the GPU is given on the command line."""
+        return self.gpu if self.gpu and not self.gpu.startswith(SETTINGS_GPU) else None
+
+    @property
+    def gpu_setting(self) -> str | None:
+        """The ``gpu = "..."`` of the settings file written beside the input, when there is one."""
+        return self.gpu[len(SETTINGS_GPU):] if self.gpu.startswith(SETTINGS_GPU) else None
 
     def describe(self) -> str:
         extra = [f"--target {t}" for t in self.targets] + (["--unsafe-fixes"] if self.unsafe else [])
+        extra += [f"--gpu {self.gpu_option}"] if self.gpu_option else []
+        extra += [f"(gpu = {self.gpu_setting!r} in .sits-doctor.toml)"] if self.gpu_setting else []
         extra += ["(via a symlink leaving the target)"] if self.symlink else []
         return f"{self.kind}: {self.name} ({len(self.data)} bytes) {' '.join(extra)}".strip()
 
 
+SETTINGS_GPU = "settings:"
+SETTINGS_FILE = ".sits-doctor.toml"
+# GPUs as the command line and settings files name them (a big one, a small one, several); "": none
+GPUS_GIVEN = ("H100", "L4", "A100-40GBx2", "T4", SETTINGS_GPU + "L4", SETTINGS_GPU + "H100x2")
+GPUS = st.sampled_from(("", "") + GPUS_GIVEN)
 TARGETS = st.sampled_from([(), (), ("vllm==0.20.0",), ("vllm==0.6.0",), ("vllm==99.1",), ("trtllm==1.2.0",),
                            ("ortgenai==0.18.0",), ("vllm==0.10.2", "trtllm==0.17.0")])
 
@@ -666,7 +691,8 @@ def generated_cases(draw, shapes: tuple[str, ...] | None = None) -> Case:
     if shape == "hf" and draw(st.booleans()):
         gen, gname = draw(generation_config())
         sidecars = ((gname, to_json(gen).encode()),)
-    return Case(f"gen:{shape}", name, data, sidecars, draw(TARGETS), draw(st.booleans()), draw(st.integers(0, 15)) == 0)
+    return Case(f"gen:{shape}", name, data, sidecars, draw(TARGETS), draw(st.booleans()), draw(st.integers(0, 15)) == 0,
+                gpu=draw(GPUS))
 
 
 def fixture_files() -> list[Path]:
@@ -674,7 +700,7 @@ def fixture_files() -> list[Path]:
 
 
 FIXTURE_FILES = fixture_files()
-MUTATIONS = ("flip", "truncate", "delete-line", "dup-line", "swap-type", "tab", "insert", "delete-span") + TEXT_DAMAGE
+MUTATIONS = ("flip", "truncate", "delete-line", "dup-line", "swap-type", "tab", "insert", "delete-span", "number") + TEXT_DAMAGE
 SWAPS = (b"[1, 2]", b"{a: 1}", b"" + HUGE_DIGITS.encode(), b".nan", b"-1", b"true", b"null", b"''", b'"x"', b"1e999",
          b"*a", b"&a x", b"!!binary AA==", b"- x", b"{{ .Values.v }}", b"\xff", b"\"\\ud800\"", b"NaN", b"[[[[[[")
 
@@ -706,6 +732,8 @@ def mutate(data: bytes, op: str, at: float, salt: int) -> bytes:
         return data[:i] + bytes([b"{}[]:,-\"'&*!|>#%@`\\\n\t\r"[salt % 22]]) + data[i:]
     if op == "delete-span":
         return data[:i] + data[i + 1 + salt % 40:]
+    if op == "number":  # one number replaced by a word of the number mutations below
+        return replace_numbers(data, [(at, salt)], data.lstrip()[:1] in (b"{", b"["))
     return damage(data, op, at)
 
 
@@ -721,7 +749,73 @@ def mutated_cases(draw) -> Case:
     sidecars: tuple = ()
     if path.name == "config.json":
         sidecars = tuple((str(Path(name).with_name(s.name)), s.read_bytes()) for s in path.parent.glob("*.json") if s != path)
-    return Case(f"mut:{rel}", name, data, sidecars, draw(TARGETS), draw(st.booleans()), draw(st.integers(0, 15)) == 0)
+    return Case(f"mut:{rel}", name, data, sidecars, draw(TARGETS), draw(st.booleans()), draw(st.integers(0, 15)) == 0,
+                gpu=draw(GPUS))
+
+
+# --- number mutations ----------------------------------------------------------------------------------
+#
+# Every number of a fixture is a place to write what a typo or a template leaves there. The words
+# are spelt for the place: a YAML or shell value, a JSON value, the inside of a quoted string.
+
+NUMBER = re.compile(rb"(?<![\w.\-])-?\d+(?:\.\d+)?(?![\w.])")
+HUGE_INTS = (b"9223372036854775808", b"1" + b"0" * 30, HUGE_DIGITS.encode())  # past int64, past floats' 1e30, past 4300 digits
+NUMBER_WORDS_YAML = (b"abc", b"''", b".inf", b"-.inf", b".nan", b"NaN", b"1e400", b"-1", b"0", b"8k", b"1.5", b"true") + HUGE_INTS
+NUMBER_WORDS_JSON = (b'"abc"', b'""', b"Infinity", b"-Infinity", b"NaN", b'"NaN"', b"1e400", b"-1", b"0", b'"8k"', b"1.5",
+                     b"true") + HUGE_INTS
+NUMBER_WORDS_QUOTED = (b"abc", b"", b"inf", b"-inf", b"nan", b"NaN", b"1e400", b"-1", b"0", b"8k", b"1.5", b"true") + HUGE_INTS
+NUMBER_TARGETS = st.sampled_from([(), (), ("vllm==0.8.3",), ("vllm==0.9.0",), ("vllm==0.9.1",), ("vllm==0.13.0",),
+                                  ("vllm==0.20.0",), ("vllm==0.34.0",), ("trtllm==1.0.0",), ("trtllm==0.17.0",),
+                                  ("ortgenai==0.18.0",)])
+
+
+def number_fixtures() -> list[Path]:
+    """Every fixture a deployment is read from that holds a number: configs, launch scripts,
+    Dockerfiles, Triton model configs (not the snapshots, READMEs or settings files)."""
+    out = []
+    for p in sorted(FIXTURES.rglob("*")):
+        if p.is_file() and (p.suffix in (".json", ".yaml", ".yml", ".sh", ".pbtxt") or p.name.endswith("Dockerfile")):
+            if NUMBER.search(p.read_bytes()):
+                out.append(p)
+    return out
+
+
+NUMBER_FIXTURES = number_fixtures()
+
+
+def number_words(data: bytes, start: int, end: int, json_file: bool) -> tuple[bytes, ...]:
+    quoted = start > 0 and end < len(data) and data[start - 1:start] in (b'"', b"'") and data[end:end + 1] == data[start - 1:start]
+    if quoted:
+        return NUMBER_WORDS_QUOTED
+    return NUMBER_WORDS_JSON if json_file else NUMBER_WORDS_YAML
+
+
+def replace_numbers(data: bytes, picks: list[tuple[float, int]], json_file: bool) -> bytes:
+    """``data`` with the numbers at relative places ``at`` replaced by the ``salt``-th word for their place."""
+    spans = [m.span() for m in NUMBER.finditer(data)]
+    chosen = {}
+    for at, salt in picks:
+        if spans:
+            start, end = spans[min(int(at * len(spans)), len(spans) - 1)]
+            words = number_words(data, start, end, json_file)
+            chosen[(start, end)] = words[salt % len(words)]
+    for (start, end), word in sorted(chosen.items(), reverse=True):
+        data = data[:start] + word + data[end:]
+    return data
+
+
+@st.composite
+def number_cases(draw) -> Case:
+    """A fixture with one to three of its numbers replaced, checked with a GPU known."""
+    path = draw(st.sampled_from(NUMBER_FIXTURES))
+    rel = path.relative_to(FIXTURES)
+    picks = draw(st.lists(st.tuples(st.floats(0, 1), st.integers(0, 2**16)), min_size=1, max_size=3))
+    data = replace_numbers(path.read_bytes(), picks, path.suffix == ".json")
+    name = "/".join(rel.parts[1:]) if rel.parts[0] == "hf" else rel.name
+    sidecars: tuple = ()
+    if path.name == "config.json":
+        sidecars = tuple((str(Path(name).with_name(s.name)), s.read_bytes()) for s in path.parent.glob("*.json") if s != path)
+    return Case(f"num:{rel}", name, data, sidecars, draw(NUMBER_TARGETS), draw(st.booleans()), gpu=draw(st.sampled_from(GPUS_GIVEN)))
 
 
 # --- the harness --------------------------------------------------------------------------------------
@@ -859,6 +953,8 @@ class Workspace:
             shutil.rmtree(linked)
         path = self.target / case.name
         path.parent.mkdir(parents=True, exist_ok=True)
+        if case.gpu_setting:  # the settings file discovery finds for the input (and for the folder walked)
+            (self.target / SETTINGS_FILE).write_text(f'gpu = "{case.gpu_setting}"\n')
         for name, data in case.sidecars:
             side = self.target / name
             side.parent.mkdir(parents=True, exist_ok=True)
@@ -909,7 +1005,8 @@ class Harness:
         # A symlink is checked through its folder: the "checked tree" the fixer keeps writes in.
         # (Named explicitly, a symlink is written through wherever it leads: see REGRESSIONS.)
         rel = "target" if case.symlink and not case.name_the_link else os.path.relpath(path, self.ws.root)
-        opts = CheckOptions(isolated=True, debug=True, targets=list(case.targets))
+        # a settings file's GPU is found by discovery (so it is not --isolated); otherwise no settings file is read
+        opts = CheckOptions(isolated=not case.gpu_setting, debug=True, targets=list(case.targets), gpu=case.gpu_option)
         old_cwd = os.getcwd()
         os.chdir(self.ws.root)
         try:
@@ -1019,12 +1116,15 @@ class Harness:
     def _cli(self, rel: str, case: Case, failures: list[Failure]) -> None:
         """The real command: check in every format (to stdout and with -o), fix and fix --apply."""
         targets = [a for t in case.targets for a in ("--target", t)]
-        runs = [("check", "--isolated", "--format", fmt, *targets, rel) for fmt in FORMATS]
-        runs += [("check", "--isolated", "--format", "sarif", "-o", "report.sarif", "--statistics", *targets, rel),
-                 ("fix", "--isolated", *targets, *(["--unsafe-fixes"] if case.unsafe else []), rel),
-                 ("fix", "--isolated", "--apply", *targets, *(["--unsafe-fixes"] if case.unsafe else []), rel)]
+        targets += ["--gpu", case.gpu_option] if case.gpu_option else []
+        isolated = () if case.gpu_setting else ("--isolated",)
+        runs = [("check", *isolated, "--format", fmt, *targets, rel) for fmt in FORMATS]
+        runs += [("check", *isolated, "--format", "sarif", "-o", "report.sarif", "--statistics", *targets, rel),
+                 ("fix", *isolated, *targets, *(["--unsafe-fixes"] if case.unsafe else []), rel),
+                 ("fix", *isolated, "--apply", *targets, *(["--unsafe-fixes"] if case.unsafe else []), rel)]
         for args in runs:
-            stage = f"cli:{args[0]}" + (f":{args[3]}" if args[0] == "check" else ":apply" if "--apply" in args else ":dry")
+            stage = (f"cli:{args[0]}" + (f":{args[args.index('--format') + 1]}" if args[0] == "check" else
+                                         ":apply" if "--apply" in args else ":dry"))
             before = self.ws.snapshot()
             start = time.perf_counter()
             result = self._guard(stage, failures, lambda args=args: _invoke(args))
@@ -1116,6 +1216,10 @@ REGRESSIONS: list = [
              b"max-num-batched-tokens: " + b"9" * 4344 + b"\n", symlink=True),
         id="number-past-pythons-int-string-limit"),  # was a bug (bench/results/fuzz-2026-12-01-seed1.md); fixed
     pytest.param(
+        Case("mut:kserve/bad_servingruntime_huggingfaceserver.yaml", "bad_servingruntime_huggingfaceserver.yaml",
+             b"apiVersion: serving.kserve.io/\nkind: {}", gpu="T4"),
+        id="kserve-kind-that-is-a-mapping"),  # was a bug (bench/results/fuzz.md, seed 3); fixed
+    pytest.param(
         Case("mut:compose/bad_entrypoint_vllm_serve.yaml", "bad_entrypoint_vllm_serve.yaml",
              (FIXTURES / "compose" / "bad_entrypoint_vllm_serve.yaml").read_bytes().replace(b"\n", b"\r"), unsafe=True),
         id="cr-line-breaks-in-a-later-round-of-fixes"),  # was a bug (IndexError mapping a round-2 finding back); fixed
@@ -1139,8 +1243,28 @@ def test_mutated_fixtures_hold_the_invariant(harness, case: Case) -> None:
     assert_holds(harness, case)
 
 
+@settings(FUZZ, max_examples=300)
+@given(case=number_cases())
+def test_number_mutations_with_a_gpu_hold_the_invariant(harness, case: Case) -> None:
+    """The numbers of every fixture replaced by typos, words, NaN, infinities and huge ints, with a
+    GPU known (so the memory rules compute): no exit 3, no traceback (issue 27 item 5)."""
+    assert_holds(harness, case)
+
+
+def test_number_mutations_reach_every_fixture_and_word() -> None:
+    """The number mutator has a number to change in every fixture a deployment is read from, and
+    writes each word of its lists (the property test above draws from them)."""
+    readable = [p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".json", ".yaml", ".sh")]
+    assert len(NUMBER_FIXTURES) >= 0.9 * len(readable)
+    data = b"a: 1\nb: '2'\n"
+    assert replace_numbers(data, [(0.0, 2)], False) == b"a: .inf\nb: '2'\n"
+    assert replace_numbers(data, [(1.0, 1)], False) == b"a: 1\nb: ''\n"  # inside quotes: the empty string
+    assert replace_numbers(b'{"a": 4096}', [(0.0, 0)], True) == b'{"a": "abc"}'
+    assert replace_numbers(b"vllm==0.10.2 H100 v0.11.0", [(0.0, 0)], False) == b"vllm==0.10.2 H100 v0.11.0"  # no numbers
+
+
 @settings(FUZZ, max_examples=25)
-@given(case=st.one_of(generated_cases(), mutated_cases()))
+@given(case=st.one_of(generated_cases(), mutated_cases(), number_cases()))
 def test_command_line_holds_the_invariant(harness, case: Case) -> None:
     assert_holds(harness, case, cli=True)
 

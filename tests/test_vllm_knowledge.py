@@ -425,7 +425,8 @@ def test_effective_falls_back_to_later_keys_and_skips_templated():
 
 def test_effective_max_model_len_must_be_an_int():
     assert serving(max_model_len="auto").max_model_len is None
-    assert serving(max_model_len=-1).max_model_len.value == -1  # no model to derive it from
+    assert serving(max_model_len=-1).max_model_len is None  # vLLM derives it; no model to derive it from
+    assert serving(max_model_len="auto", version="0.13.0").max_model_len.valid is False  # "auto" from 0.14
 
 
 def test_effective_cuda_graphs():

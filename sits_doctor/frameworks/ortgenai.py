@@ -30,7 +30,9 @@ PROVIDER_OPTIONS = ("model", "decoder", "session_options", "provider_options")  
 
 
 def effective(plan, target, model_dims=None):
-    from sits_doctor.facts import Serving, Value
+    """The :class:`~sits_doctor.facts.Serving` of a genai_config.json, typed by
+    :func:`sits_doctor.facts.validated` (SITS201 reports the values its schema rejects)."""
+    from sits_doctor.facts import Serving, Value, validated
 
     def default(value, note=CONFIG_H):
         return Value.default(value, f"default of ORT GenAI {target.version} ({note})")
@@ -47,7 +49,7 @@ def effective(plan, target, model_dims=None):
     for key, s in plan.settings.items():
         if key.endswith(".enable_cuda_graph") and ".provider_options." in key:
             graphs = Value(s.value == "1", s.prov, s)
-    return Serving(
+    return validated(Serving(
         max_model_len=max_len,
         max_num_seqs=val("search.batch_size", default(1)),
         cuda_graphs=graphs or default(False, "CUDA graphs need the provider option enable_cuda_graph \"1\""),
@@ -55,4 +57,4 @@ def effective(plan, target, model_dims=None):
         block_size=val("engine.dynamic_batching.block_size"),
         kv_cache_dtype=None,
         prefix_caching=None,
-    )
+    ))

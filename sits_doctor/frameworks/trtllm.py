@@ -60,6 +60,7 @@ MAX_INPUT_LEN = "max_input_len"
 BUILD_MAX_INPUT_LEN = "build_config.max_input_len"
 KV_MAX_TOKENS = "kv_cache_config.max_tokens"
 KV_CACHE_DTYPE = "kv_cache_config.dtype"
+KV_FREE_FRACTION = "kv_cache_config.free_gpu_memory_fraction"  # of the memory free after the model
 BACKEND = "backend"
 TENSORRT_BACKENDS = ("tensorrt", "trt")  # LlmArgs.backend values that run a built engine
 PYTORCH_BACKENDS = ("pytorch", "_autodeploy")  # ... and the PyTorch runtime (the default from 1.0)
@@ -92,7 +93,10 @@ def is_legacy_engine(plan) -> bool:
 
 
 def effective(plan, target, model_dims=None):
-    from sits_doctor.facts import Serving, Value
+    """The :class:`~sits_doctor.facts.Serving` of a TensorRT-LLM plan (LLM-API YAML, an engine's
+    config.json), typed by :func:`sits_doctor.facts.validated`: the LLM API's pydantic models read
+    numbers leniently (``"8192"`` and ``8192.0`` are 8192), so the values go in as written."""
+    from sits_doctor.facts import Serving, Value, validated
     from sits_doctor.versions import V
 
     def default(value, note=LLM_ARGS):
@@ -107,7 +111,7 @@ def effective(plan, target, model_dims=None):
 
     engine = plan.kind == "trtllm-engine"
     if engine and is_legacy_engine(plan):
-        return _legacy_engine(plan, val)
+        return validated(_legacy_engine(plan, val))
     pre = "build_config." if engine else ""
     graphs = None
     if not engine:
@@ -116,7 +120,7 @@ def effective(plan, target, model_dims=None):
             graphs = Value(cfg.value is not None, cfg.prov, cfg)
         elif V(target.version) >= V(LLMAPI_STRICT) and plan.value("backend") in (None, "pytorch"):
             graphs = default(True, LLM_ARGS + ": cuda_graph_config default_factory on the PyTorch backend")
-    return Serving(
+    return validated(Serving(
         max_model_len=val(BUILD_MAX_SEQ_LEN if engine else MAX_SEQ_LEN),
         max_num_seqs=val(pre + "max_batch_size"),
         max_num_batched_tokens=val(pre + "max_num_tokens"),
@@ -125,11 +129,13 @@ def effective(plan, target, model_dims=None):
                        fallback=None if engine else default(TOKENS_PER_BLOCK_DEFAULT)),
         tensor_parallel=val("tensor_parallel_size", "pretrained_config.mapping.tp_size"),
         pipeline_parallel=val("pipeline_parallel_size", "pretrained_config.mapping.pp_size"),
-        memory_fraction=val("kv_cache_config.free_gpu_memory_fraction",
+        memory_fraction=val(KV_FREE_FRACTION,
                             fallback=None if engine else default(KV_FRACTION_DEFAULT, "KvCacheConfig, a fraction of free memory")),
         cuda_graphs=graphs,
         prefix_caching=val("kv_cache_config.enable_block_reuse", fallback=None if engine else default(True)),
-    )
+        kv_cache_tokens=val(KV_MAX_TOKENS),
+        max_input_len=val(BUILD_MAX_INPUT_LEN if engine else MAX_INPUT_LEN),
+    ))
 
 
 def _legacy_engine(plan, val):

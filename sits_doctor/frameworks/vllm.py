@@ -255,6 +255,24 @@ def kind_of(name: str) -> str | None:
     return o.kind if o else None
 
 
+@lru_cache(maxsize=None)
+def parser_kind(name: str, release: str | None = None) -> tuple[str, str] | None:
+    """(kind, parser type) with which ``release``'s own parser reads option ``name``
+    (data/vllm_options.json: ``human_int`` / ``human_readable_int`` for ``max_num_batched_tokens``
+    from 0.9.1, ``int`` before); ``release`` None: the newest release that has the option. None
+    when no release in the tables (or not ``release``) has it."""
+    releases = _parser_data()["releases"]
+    index = {v: i for i, v in enumerate(releases)}
+    segments = _parser_data()["options"].get(name) or []
+    if release is not None:
+        i = index.get(release)
+        segments = [seg for seg in segments if i is not None and index[seg["first"]] <= i <= index[seg["last"]]]
+    if not segments:
+        return None
+    seg = max(segments, key=lambda seg: index[seg["last"]])
+    return seg["kind"], str(seg.get("type") or "")
+
+
 def normalize_key(name: str) -> str:
     """``max-model-len`` → ``max_model_len``; only the part before the first ``.`` changes
     (``vllm/utils/argparse_utils.py``: dashes and underscores are the same up to the first dot)."""
@@ -392,9 +410,38 @@ BATCH_DEFAULTS_NOTE = ("depends on the GPU (EngineArgs.get_batch_defaults: 1024 
                        "tokens for the API server on ≥70 GiB GPUs other than A100, 256 and 2048 otherwise)")
 
 
+# Options whose values size memory as numbers: the effective facts read them as the target's own
+# parser does (``read_as_parsed``), whatever a loader made of them before the target was known.
+NUMERIC = frozenset({MAX_MODEL_LEN, "max_num_seqs", "max_num_batched_tokens", "block_size", TENSOR_PARALLEL,
+                     PIPELINE_PARALLEL, "data_parallel_size", GPU_MEMORY_UTILIZATION, "max_cudagraph_capture_size",
+                     KV_CACHE_MEMORY_BYTES})
+
+
+def read_as_parsed(plan, setting, version: str):
+    """What ``version``'s argument parser makes of the value ``setting`` wrote (its words, as
+    the command line or the --config loader hands them over: ``str(value)`` of a YAML scalar):
+    the number, None for an optional type's ``""`` / ``"None"``, or the text it cannot read
+    (which the validated facts hold as invalid and SITS201 reports)."""
+    from sits_doctor.loaders.vllm_args import coerce
+
+    found = parser_release(version)
+    release = found[0] if found is not None else parser_table()[0][0]
+    raw = setting.raw
+    if setting.site is not None and setting.site.kind == "helm" or plan.kind == KWARGS:
+        written = raw  # a chart's template or EngineArgs keywords: the value as it is
+    elif isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        written = str(raw)  # --config YAML: load_config_file passes str(value) to the parser
+    else:
+        written = raw
+    if isinstance(written, bool):
+        return setting.value
+    return coerce(setting.key, written, release)
+
+
 def effective(plan, target, model_dims=None):
-    """The :class:`~sits_doctor.facts.Serving` of a vLLM Plan at ``target`` (a Target)."""
-    from sits_doctor.facts import Serving, Value
+    """The :class:`~sits_doctor.facts.Serving` of a vLLM Plan at ``target`` (a Target), typed
+    by :func:`sits_doctor.facts.validated`."""
+    from sits_doctor.facts import Serving, Value, validated
     from sits_doctor.plan import Provenance
     from sits_doctor.versions import V
 
@@ -418,7 +465,12 @@ def effective(plan, target, model_dims=None):
                 return None
             return Value(fallback.value, Provenance.derived(
                 f"`{s.raw_key}: false` ({s.prov}) is dropped by vLLM {version}'s config loader; {fallback.prov}"))
-        return Value.of(s) if s is not None else fallback
+        if s is None:
+            return fallback
+        if s.key in NUMERIC:
+            value = read_as_parsed(plan, s, version)
+            return fallback if value is None else Value(value, s.prov, s)
+        return Value.of(s)
 
     eager = val("enforce_eager", default(False))
     level = setting("optimization_level", "compilation_config.level", "compilation_config.mode")
@@ -441,15 +493,15 @@ def effective(plan, target, model_dims=None):
         kv_dtype = (Value.derived(model_dtype.value, f"kv_cache_dtype auto: the model dtype ({model_dtype.prov})")
                     if model_dtype is not None else default("auto"))
     max_len = val(MAX_MODEL_LEN)
-    if max_len is not None and not isinstance(max_len.value, int):
-        max_len = None
-    if max_len is None or max_len.value == -1:
-        max_len = _derived_max_len(plan, version) or max_len
+    if max_len is not None and (max_len.value == -1 or (max_len.value == "auto" and ver >= V(MAX_MODEL_LEN_AUTO))):
+        max_len = _derived_max_len(plan, version)  # -1 and "auto": vLLM derives it from the model
+    elif max_len is None:
+        max_len = _derived_max_len(plan, version)
     seqs = val("max_num_seqs", default(None, BATCH_DEFAULTS_NOTE))
     tokens = val("max_num_batched_tokens", default(None, BATCH_DEFAULTS_NOTE))
     capture = val("max_cudagraph_capture_size", None, "compilation_config.max_cudagraph_capture_size")
     on_v1 = ver >= V(V1_DEFAULT)
-    return Serving(
+    return validated(Serving(
         max_model_len=max_len,
         max_num_seqs=seqs,
         max_num_batched_tokens=tokens,
@@ -471,7 +523,8 @@ def effective(plan, target, model_dims=None):
         prefix_caching=val(PREFIX_CACHING, default(True) if on_v1 else None),
         chunked_prefill=val(CHUNKED_PREFILL, default(True) if on_v1 else None),
         speculative=val("speculative_config"),
-    )
+        kv_cache_bytes=val(KV_CACHE_MEMORY_BYTES),
+    ))
 
 
 def max_model_len_setting(plan):

@@ -51,7 +51,7 @@ LLMISVC_ENTRY = "vllm serve"
 
 def is_kserve(data: Any) -> bool:
     return (isinstance(data, dict) and str(data.get("apiVersion", "")).startswith(API_GROUP)
-            and data.get("kind") in KINDS)
+            and isinstance(data.get("kind"), str) and data.get("kind") in KINDS)  # a mapping is no kind (unhashable)
 
 
 def plans(doc: SourceDoc) -> list[Plan]:

@@ -58,12 +58,19 @@ def parse_human_int(value: Any) -> int | str:
         return text  # vLLM's parser fails on it the same way, so it stays text (SITS201 reports it)
 
 
-def coerce(key: str, value: Any) -> Any:
-    """Parse a value the way vLLM's arg parser would, leaving unparseable text as it is."""
+def coerce(key: str, value: Any, release: str | None = None) -> Any:
+    """Parse a value the way vLLM's arg parser would, leaving unparseable text as it is: the
+    parser of ``release``, or where that is not known yet (a loader, before the target is) the
+    newest release in the tables that has the option (``fw.parser_kind``: each release's own
+    parser, so ``--max-num-batched-tokens 8k`` is 8000 where ``human_readable_int`` reads it).
+    An optional type reads ``""`` and ``"None"`` as None (the option keeps its default)."""
     import json
 
     base = key.partition(".")[0]
-    kind = fw.kind_of(base)
+    read = fw.parser_kind(base, release)
+    kind = read[0] if read is not None else fw.kind_of(base)
+    if "." not in key and read is not None and read[1].startswith(fw.OPTIONAL_TYPE) and value in fw.NONE_WORDS:
+        return None
     if kind == "human_int" and "." not in key:
         return parse_human_int(value)
     if not isinstance(value, str):
